@@ -1,0 +1,72 @@
+"""GPU or simulator: decided once, before ``numba.cuda`` is imported.
+
+numba-cuda reads ``NUMBA_ENABLE_CUDASIM`` when ``numba.cuda`` is first imported, so the choice has to
+be made here, first. ``GPU_LESSONS_MODE`` forces it: ``gpu``, ``sim`` or ``auto`` (the default).
+"""
+
+import ctypes
+import os
+import sys
+
+MODE_VARIABLE = "GPU_LESSONS_MODE"
+MODES = ("auto", "gpu", "sim")
+
+
+class ModeError(RuntimeError):
+    """The requested mode cannot be used in this Python process."""
+
+
+def cuda_gpu_count() -> int:
+    """Number of CUDA devices the driver reports, without importing numba.cuda (0 when none)."""
+    names = ["nvcuda.dll"] if sys.platform == "win32" else ["libcuda.so.1", "libcuda.so"]
+    for name in names:
+        try:
+            libcuda = ctypes.CDLL(name)
+        except OSError:
+            continue
+        count = ctypes.c_int(0)
+        if libcuda.cuInit(0) != 0 or libcuda.cuDeviceGetCount(ctypes.byref(count)) != 0:
+            return 0
+        return count.value
+    return 0
+
+
+def requested_mode() -> str:
+    value = os.environ.get(MODE_VARIABLE, "auto").strip().lower() or "auto"
+    if value not in MODES:
+        raise ModeError(f"{MODE_VARIABLE}={value!r} is not a mode; choose one of: {', '.join(MODES)}")
+    return value
+
+
+def _imported_mode() -> str | None:
+    """The mode numba.cuda was already imported in, or None if it was not imported yet."""
+    if "numba.cuda" not in sys.modules:
+        return None
+    from numba.cuda.core import config
+
+    return "sim" if config.ENABLE_CUDASIM else "gpu"
+
+
+def choose_mode() -> str:
+    """Decide 'gpu' or 'sim', set NUMBA_ENABLE_CUDASIM to match, and return the choice."""
+    wanted = requested_mode()
+    already = _imported_mode()
+    if wanted == "auto":
+        if already is not None:
+            return already
+        if os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "1":
+            wanted = "sim"
+        else:
+            wanted = "gpu" if cuda_gpu_count() > 0 else "sim"
+    elif wanted == "gpu" and already is None and cuda_gpu_count() == 0:
+        raise ModeError(
+            f"{MODE_VARIABLE}=gpu but no CUDA GPU is visible to the driver; unset it to use the simulator"
+        )
+    if already is not None and already != wanted:
+        raise ModeError(
+            f"numba.cuda was already imported in {already!r} mode, but gpu_lessons wants {wanted!r}. "
+            "Restart the Python kernel and import gpu_lessons before numba.cuda, "
+            f"or set {MODE_VARIABLE}={already} to keep the mode you have."
+        )
+    os.environ["NUMBA_ENABLE_CUDASIM"] = "1" if wanted == "sim" else "0"
+    return wanted
