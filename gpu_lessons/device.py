@@ -89,15 +89,15 @@ def device_info() -> DeviceInfo:
     return DeviceInfo(
         mode="gpu",
         name=name,
-        compute_capability="%d.%d" % dev.compute_capability,
+        compute_capability="{}.{}".format(*dev.compute_capability),
         sms=dev.MULTIPROCESSOR_COUNT,
         sm_clock_mhz=dev.CLOCK_RATE / 1e3,
         memory_clock_mhz=dev.MEMORY_CLOCK_RATE / 1e3,
         memory_bus_bits=dev.GLOBAL_MEMORY_BUS_WIDTH,
         memory_gib=round(total / 2**30, 1),
         l2_mib=dev.L2_CACHE_SIZE / 2**20,
-        driver="%d.%d" % driver,
-        cuda_runtime="%d.%d" % runtime,
+        driver="{}.{}".format(*driver),
+        cuda_runtime="{}.{}".format(*runtime),
         **_versions(),
     )
 

@@ -2,11 +2,13 @@
 
 - ``warp``: warp-level primitives (shuffles, votes, syncwarp, activemask) with CUDA semantics.
 - ``trace``: per-instruction memory-traffic counters named after Nsight Compute metrics.
+- ``fma``: a fused ``cuda.fma`` (the simulator's rounds twice), so results match the GPU's FFMA.
 """
 
 
 def install() -> None:
     """Install the simulator extras; safe to call more than once."""
-    from . import warp
+    from . import fma, warp
 
+    fma.install()
     warp.install()

@@ -1,0 +1,217 @@
+"""``gpu-lessons``: list, run, record, ceilings, scoreboard."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+DEFAULT_OUT = Path("gpu-lessons-out")
+
+
+class CommandError(RuntimeError):
+    """A one-line error for the user; the command exits with status 2."""
+
+
+def _lessons():
+    from . import lessons
+
+    return lessons
+
+
+def _pick(names: list[str], include_ceilings: bool) -> list:
+    lessons = _lessons()
+    if not names:
+        return list((lessons.EXPERIMENTS if include_ceilings else lessons.LESSONS).values())
+    try:
+        return [lessons.get(name, include_ceilings) for name in names]
+    except lessons.UnknownLesson as error:
+        raise CommandError(str(error)) from None
+
+
+def _print_table(table, title: str | None = None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    view = Table(title=title, title_justify="left")
+    for column in table.columns:
+        view.add_column(str(column), justify="right" if table[column].dtype.kind in "fiu" else "left")
+    for _, row in table.iterrows():
+        view.add_row(*(f"{v:,.4g}" if isinstance(v, float) else str(v) for v in row.tolist()))
+    Console(width=160).print(view)
+
+
+def _summary(table):
+    """The columns a reader needs, one row per measurement."""
+    columns = ["variant", "provider", "size", "param", "median_ms", "gbps", "gflops"]
+    return table[columns].round({"median_ms": 4, "gbps": 1, "gflops": 1})
+
+
+def cmd_list(_args) -> int:
+    lessons = _lessons()
+    for number, module in enumerate(lessons.LESSONS.values(), start=1):
+        print(f"{number}. {module.NAME:<10} notebooks/{module.NOTEBOOK:<22} {module.TITLE}: {module.SUMMARY}")
+    print(f"   {'ceilings':<10} (gpu-lessons ceilings)        {lessons.ceilings.TITLE}")
+    return 0
+
+
+def _ceilings_for_plots(live_table=None):
+    """The roof: measured now when a table is given, else from the reference recording."""
+    from . import results
+    from .lessons import ceilings
+
+    if live_table is not None:
+        return ceilings.ceilings_from(live_table)
+    return ceilings.ceilings_from(results.read_recording(ceilings.NAME).table)
+
+
+def _run_checks(module) -> bool:
+    checks = module.check()
+    failed = checks[~checks["passed"]]
+    print(f"{module.NAME}: {len(checks) - len(failed)}/{len(checks)} correctness checks passed")
+    if len(failed):
+        _print_table(failed, "failed checks")
+    return failed.empty
+
+
+def cmd_run(args) -> int:
+    modules = _pick(args.lessons, include_ceilings=False)
+    from . import SIMULATED, describe, plots, results
+
+    print(describe())
+    out = Path(args.out)
+    ok = True
+    for module in modules:
+        ok = _run_checks(module) and ok
+        if SIMULATED:
+            recording = results.read_recording(module.NAME)
+            table, provenance = recording.table, results.provenance(recording.meta)
+            roof = _ceilings_for_plots()
+            print(f"No GPU: showing the reference recording {recording.csv_path}")
+        else:
+            from .lessons import ceilings
+            from .lessons.common import measurement_meta
+
+            ceiling_table = ceilings.measure(show_progress=not args.no_progress)
+            table = module.measure(show_progress=not args.no_progress)
+            roof = _ceilings_for_plots(ceiling_table)
+            provenance = results.provenance(measurement_meta(module.NAME, live=True))
+        _print_table(_summary(table), f"{module.TITLE} ({provenance})")
+        for name, figure in module.figures(table, roof, provenance).items():
+            path = plots.save(figure, out / module.NAME / f"{name}.png")
+            print(f"figure: {path}")
+    return 0 if ok else 1
+
+
+def _require_gpu(command: str) -> None:
+    from . import SIMULATED
+
+    if SIMULATED:
+        raise CommandError(f"'gpu-lessons {command}' measures on a GPU, and none is available here "
+                           "(simulator mode). 'gpu-lessons run' shows the recorded reference instead.")
+
+
+def cmd_record(args) -> int:
+    from . import results
+    from .lessons.common import measurement_meta
+
+    _require_gpu("record")
+    modules = _pick(args.lessons, include_ceilings=True)
+    for module in modules:
+        if not _run_checks(module):
+            raise CommandError(f"{module.NAME}: correctness checks failed; nothing recorded")
+        table = module.measure(show_progress=not args.no_progress)
+        meta = measurement_meta(module.NAME, live=False)
+        path = results.write_recording(table, meta, module.NAME, root=args.data)
+        print(f"recorded {len(table)} rows: {path}")
+    return 0
+
+
+def cmd_ceilings(args) -> int:
+    from . import describe, device_info, results
+    from .lessons import ceilings
+    from .lessons.common import measurement_meta
+
+    _require_gpu("ceilings")
+    print(describe())
+    table = ceilings.measure(show_progress=not args.no_progress)
+    _print_table(_summary(table), ceilings.TITLE)
+    roof = ceilings.ceilings_from(table)
+    info = device_info()
+    print(f"bandwidth ceiling: {roof['bandwidth_gbps']:,.0f} GB/s ({roof['bandwidth_variant']}); "
+          f"datasheet estimate {info.datasheet_bandwidth_gbps:,.0f} GB/s")
+    print(f"FP32 ceiling: {roof['peak_gflops'] / 1e3:,.1f} TFLOP/s ({roof['peak_variant']}) = "
+          f"{100 * roof['peak_gflops'] / info.peak_fp32_gflops:.1f}% of the theoretical "
+          f"{info.peak_fp32_gflops / 1e3:,.1f} TFLOP/s")
+    by_variant = table.set_index("variant")
+    if "cupy copy" in by_variant.index:
+        print(f"{roof['bandwidth_variant']} / CuPy copy = "
+              f"{roof['bandwidth_gbps'] / by_variant.loc['cupy copy', 'gbps']:.3f}")
+    if args.record:
+        meta = measurement_meta(ceilings.NAME, live=False)
+        path = results.write_recording(table, meta, ceilings.NAME, root=args.data)
+        print(f"recorded: {path}")
+    return 0
+
+
+def cmd_scoreboard(args) -> int:
+    import json
+
+    from .scoreboard import format_scoreboard, scoreboard
+
+    board = scoreboard(_lessons().comparisons(), gpu=args.gpu, root=args.data)
+    if args.json:
+        print(json.dumps(board.to_dict(orient="records"), indent=1, default=str))
+    else:
+        print(format_scoreboard(board))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gpu-lessons", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    sub.add_parser("list", help="the lessons and their notebooks").set_defaults(func=cmd_list)
+
+    run = sub.add_parser("run", help="run lessons: live on a GPU; checks + recorded reference without one")
+    run.add_argument("lessons", nargs="*", metavar="LESSON", help="default: every lesson")
+    run.add_argument("--out", default=str(DEFAULT_OUT), help=f"folder for figures (default {DEFAULT_OUT})")
+    run.add_argument("--no-progress", action="store_true", help="no progress bars")
+    run.set_defaults(func=cmd_run)
+
+    record = sub.add_parser("record", help="measure on this GPU and write data/<gpu>/<lesson>.csv")
+    record.add_argument("lessons", nargs="*", metavar="LESSON", help="default: ceilings and every lesson")
+    record.add_argument("--data", default=None, help="data folder (default: the repository's data/)")
+    record.add_argument("--no-progress", action="store_true")
+    record.set_defaults(func=cmd_record)
+
+    ceilings = sub.add_parser("ceilings", help="measure bandwidth and FP32 ceilings beside CuPy/cuBLAS")
+    ceilings.add_argument("--record", action="store_true", help="also write data/<gpu>/ceilings.csv")
+    ceilings.add_argument("--data", default=None)
+    ceilings.add_argument("--no-progress", action="store_true")
+    ceilings.set_defaults(func=cmd_ceilings)
+
+    board = sub.add_parser("scoreboard", help="best variant per lesson against what a user would pick")
+    board.add_argument("--gpu", default=None, help="GPU folder under data/ (default nvidia-h200)")
+    board.add_argument("--data", default=None)
+    board.add_argument("--json", action="store_true")
+    board.set_defaults(func=cmd_scoreboard)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from .checks import InputError
+    from .mode import ModeError
+    from .results import RecordingError
+
+    try:
+        return args.func(args)
+    except (CommandError, ModeError, RecordingError, InputError) as error:
+        print(f"gpu-lessons: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The lessons' kernels, one module per topic, numbered in teaching order inside each module."""

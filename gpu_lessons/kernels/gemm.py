@@ -1,0 +1,51 @@
+"""GEMM kernels (lesson 6), C = A @ B in float32, row-major.
+
+1. ``gemm_naive``  one thread per output; threadIdx.x walks the columns of C, so a warp reads one
+   row element of A (broadcast) and 32 neighbouring elements of B (coalesced) per step.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import cuda, float32
+
+from ..checks import InputError, require_array
+
+NAIVE_BLOCK = (32, 8)
+
+
+@cuda.jit
+def gemm_naive(a, b, c):
+    col, row = cuda.grid(2)
+    if row < c.shape[0] and col < c.shape[1]:
+        acc = float32(0)
+        for k in range(a.shape[1]):
+            acc = cuda.fma(a[row, k], b[k, col], acc)
+        c[row, col] = acc
+
+
+def gemm_naive_launch(a, b, c) -> None:
+    grid = (-(-c.shape[1] // NAIVE_BLOCK[0]), -(-c.shape[0] // NAIVE_BLOCK[1]))
+    gemm_naive[grid, NAIVE_BLOCK](a, b, c)
+
+
+def check_gemm_operands(a, b):
+    """float32 2-D operands with matching inner dimensions; returns the output shape."""
+    require_array(a, "a", dtype=np.float32, ndim=2)
+    require_array(b, "b", dtype=np.float32, ndim=2)
+    if a.shape[1] != b.shape[0]:
+        raise InputError(f"shape mismatch: a is {tuple(a.shape)}, b is {tuple(b.shape)}; "
+                         "a's columns must equal b's rows")
+    return a.shape[0], b.shape[1]
+
+
+def gemm_flops(m: int, n: int, k: int) -> int:
+    return 2 * m * n * k
+
+
+def gemm(a, b):
+    """C = A @ B with the naive kernel (host arrays in, host array out)."""
+    shape = check_gemm_operands(a, b)
+    c = np.empty(shape, np.float32)
+    gemm_naive_launch(a, b, c)
+    return c

@@ -1,0 +1,143 @@
+"""Measured ceilings: the best device-memory bandwidth and FP32 rate our numba kernels reach.
+
+Every roofline in the course is drawn from these figures, never from a datasheet alone. In the
+same run, what a user would compare with: CuPy's device-to-device copy and cuBLAS SGEMM (through
+CuPy, TF32 off). The theoretical FP32 peak (SMs x 128 lanes x 2 FLOP x max SM clock) is kept in
+the recording's metadata, as a reference line, not as a measurement.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..kernels import roofline as k
+from ..scoreboard import Comparison
+from .common import check_row, progress, timed_row
+
+NAME = "ceilings"
+TITLE = "Measured ceilings: memory bandwidth and FP32 FMA rate"
+NOTEBOOK = "01_roofline.ipynb"
+SUMMARY = "copy and FMA kernels that define the roof; CuPy copy and cuBLAS SGEMM beside them"
+
+COPY_ELEMENTS = 2**28  # 1 GiB per buffer: 2 GiB moved, 36x the H200's 60 MiB L2
+FMA_BLOCKS_PER_SM = 8
+FMA_TRIPS = 4000
+SGEMM_N = 8192
+
+BANDWIDTH_VARIANT = "copy_vec4"
+COMPUTE_VARIANT = "fma_peak"
+
+COMPARISONS = [
+    Comparison(title="memory bandwidth (copy)", lesson=NAME, metric="gbps",
+               ours=list(k.COPY_VARIANTS), reference="cupy copy"),
+    Comparison(title="FP32 FMA rate", lesson=NAME, metric="gflops", ours=[COMPUTE_VARIANT],
+               reference="cublas sgemm"),
+]
+
+
+def fma_peak_reference(threads: np.ndarray, trips: int) -> np.ndarray:
+    """What fma_peak writes for the given thread indices (float32 FMA emulated in float64)."""
+    a, b = np.float64(k.FMA_A), np.float64(k.FMA_B)
+    chains = [(threads + c).astype(np.float32) for c in range(k.FMA_PEAK_CHAINS)]
+    for _ in range(trips * k.FMA_PEAK_UNROLL):
+        chains = [(x.astype(np.float64) * a + b).astype(np.float32) for x in chains]
+    x = chains
+    return ((x[0] + x[1]) + (x[2] + x[3])) + ((x[4] + x[5]) + (x[6] + x[7]))
+
+
+def measure(show_progress: bool = True) -> pd.DataFrame:
+    """Time the ceiling kernels and the references on the GPU; returns the tidy table."""
+    from numba import cuda
+
+    from ..device import device_info
+    from ..kernels.util import poison
+
+    rng = np.random.default_rng(2026)
+    n = COPY_ELEMENTS
+    x_host = rng.standard_normal(n, dtype=np.float32)
+    x, out = cuda.to_device(x_host), cuda.device_array(n, np.float32)
+    rows = []
+    steps = [*k.COPY_VARIANTS, "cupy copy", COMPUTE_VARIANT, "cublas sgemm"]
+    for step in progress(steps, "ceilings") if show_progress else steps:
+        if step in k.COPY_VARIANTS:
+            poison(out)
+            rows.append(timed_row(NAME, step, lambda _, v=step: k.copy_launch(v, x, out),
+                                  size=n, bytes_moved=8 * n, flops=0))
+            if not np.array_equal(out.copy_to_host(), x_host):
+                raise AssertionError(f"{step} did not copy its input exactly")
+        elif step == COMPUTE_VARIANT:
+            blocks = device_info().sms * FMA_BLOCKS_PER_SM
+            result = cuda.device_array(blocks * k.THREADS_PER_BLOCK, np.float32)
+            poison(result)
+            def launch(_, r=result, b=blocks):
+                k.fma_peak_launch(r, b, FMA_TRIPS)
+
+            rows.append(timed_row(NAME, step, launch,
+                                  size=blocks * k.THREADS_PER_BLOCK, bytes_moved=0,
+                                  flops=k.fma_peak_flops(blocks, FMA_TRIPS)))
+            sample = rng.choice(result.size, 16, replace=False)
+            expected = fma_peak_reference(sample, FMA_TRIPS)
+            if not np.array_equal(result.copy_to_host()[sample], expected):
+                raise AssertionError("fma_peak results differ from the float32 FMA reference")
+        else:
+            rows.extend(_cupy_references(step, x))
+    from ..results import make_table
+
+    return make_table(rows)
+
+
+def _cupy_references(step: str, x) -> list[dict]:
+    try:
+        import cupy as cp
+    except ImportError:
+        return []  # no CuPy: the table simply has no reference rows
+    if step == "cupy copy":
+        src = cp.asarray(x)
+        dst = cp.full_like(src, cp.nan)
+        row = timed_row(NAME, step, lambda _: cp.copyto(dst, src), provider="cupy",
+                        size=src.size, bytes_moved=8 * src.size, flops=0)
+        if not bool(cp.array_equal(dst, src)):
+            raise AssertionError("CuPy copy mismatch")
+        return [row]
+    rng = cp.random.default_rng(7)
+    a = rng.standard_normal((SGEMM_N, SGEMM_N), dtype=cp.float32)
+    b = rng.standard_normal((SGEMM_N, SGEMM_N), dtype=cp.float32)
+    c = cp.full((SGEMM_N, SGEMM_N), cp.nan, dtype=cp.float32)
+    row = timed_row(NAME, step, lambda _: cp.matmul(a, b, out=c), provider="cublas",
+                    size=SGEMM_N, bytes_moved=12 * SGEMM_N**2, flops=2 * SGEMM_N**3)
+    probe = cp.asnumpy(a[:4].astype(cp.float64) @ b.astype(cp.float64))
+    error = np.linalg.norm(cp.asnumpy(c[:4]) - probe) / np.linalg.norm(probe)
+    if not error < 1e-5:  # TF32 would land near 3e-4: this also proves TF32 was off
+        raise AssertionError(f"cuBLAS SGEMM relative error {error:.1e}: TF32 on, or wrong result")
+    return [row]
+
+
+def ceilings_from(table: pd.DataFrame) -> dict:
+    """The roof: best bandwidth of our copy kernels, and our FMA kernel's rate."""
+    ours = table[table["provider"] == "gpu_lessons"]
+    copies = ours[ours["variant"].str.startswith("copy")]
+    best_copy = copies.loc[copies["gbps"].idxmax()]
+    fma = ours[ours["variant"] == COMPUTE_VARIANT].iloc[0]
+    return {
+        "bandwidth_gbps": float(best_copy["gbps"]), "bandwidth_variant": best_copy["variant"],
+        "peak_gflops": float(fma["gflops"]), "peak_variant": COMPUTE_VARIANT,
+    }
+
+
+def check() -> pd.DataFrame:
+    """The ceiling kernels against NumPy on small awkward sizes (both modes)."""
+    rng = np.random.default_rng()
+    rows = []
+    for n in (1, 7, 1000, 1027):
+        x = rng.standard_normal(n, dtype=np.float32)
+        for variant in k.COPY_VARIANTS:
+            out = k.copy(x, variant)
+            rows.append(check_row(f"{variant} n={n}", np.array_equal(out, x), "bit-exact copy"))
+    blocks, trips = 2, 1
+    result = np.full(blocks * k.THREADS_PER_BLOCK, np.nan, np.float32)
+    k.fma_peak_launch(result, blocks, trips)
+    expected = fma_peak_reference(np.arange(result.size), trips)
+    rows.append(check_row("fma_peak 2 blocks", np.array_equal(result, expected),
+                          "matches float32 FMA chains emulated in NumPy"))
+    return pd.DataFrame(rows)

@@ -1,0 +1,60 @@
+"""What every lesson's experiment shares: timed rows of the tidy table, progress, live metadata."""
+
+from __future__ import annotations
+
+import math
+import sys
+
+from .. import bench
+
+GPU_LESSONS = "gpu_lessons"
+
+
+def timed_row(lesson, variant, launch, *, size, bytes_moved, flops, provider=GPU_LESSONS,
+              param=math.nan, input_sets=1) -> dict:
+    """Time ``launch(k)`` and return one row of the tidy table."""
+    timing = bench.measure(launch, input_sets=input_sets)
+    return {
+        "lesson": lesson, "variant": variant, "provider": provider, "size": int(size),
+        "param": float(param), "bytes": int(bytes_moved), "flops": int(flops), "runs": timing.runs,
+        "median_ms": timing.median_ms, "min_ms": timing.min_ms, "max_ms": timing.max_ms,
+        **bench.throughput(bytes_moved, flops, timing),
+    }
+
+
+def progress(items, description: str):
+    """A progress bar for long sweeps (rich), falling back to the bare iterable."""
+    try:
+        from rich.progress import track
+    except ImportError:  # pragma: no cover - rich is a dependency; stay usable without it
+        return items
+    return track(items, description=description, transient=True)
+
+
+def observed_clocks() -> dict:
+    """SM and memory clocks now (NVML), to record next to timings; empty when NVML is missing."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+        return {
+            "sm_clock_now_mhz": pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM),
+            "memory_clock_now_mhz": pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_MEM),
+            "driver_version": pynvml.nvmlSystemGetDriverVersion(),
+            "power_limit_w": pynvml.nvmlDeviceGetPowerManagementLimit(handle) / 1000,
+        }
+    except Exception:  # noqa: BLE001 - NVML is optional; a recording without it is still valid
+        return {}
+
+
+def measurement_meta(lesson: str, live: bool) -> dict:
+    """Provenance for a measurement made now on this GPU, with the clocks NVML sees."""
+    from ..results import recording_meta
+
+    command = " ".join(["gpu-lessons", *sys.argv[1:]])
+    return recording_meta(lesson, command, live=live, **observed_clocks())
+
+
+def check_row(name: str, passed: bool, detail: str) -> dict:
+    return {"check": name, "passed": bool(passed), "detail": detail}

@@ -1,0 +1,22 @@
+"""A fused multiply-add for the simulator, whose own ``cuda.fma`` rounds twice (a*b, then +c)."""
+
+import numpy as np
+
+
+def fused_fma(_module, a, b, c):
+    """One rounding, like the GPU's FFMA, for float32 (and narrower) operands.
+
+    The product of two float32 values is exact in float64, so float64 arithmetic then one rounding
+    to float32 is the fused result (up to a double-rounding tie, vanishingly rare). float64
+    operands keep the simulator's unfused a*b + c: NumPy has no exact float64 FMA.
+    """
+    dtype = np.result_type(a, b, c)
+    if dtype.itemsize <= 4 and dtype.kind == "f":
+        return dtype.type(np.float64(a) * np.float64(b) + np.float64(c))
+    return a * b + c
+
+
+def install() -> None:
+    from numba.cuda.simulator.kernelapi import FakeCUDAModule
+
+    FakeCUDAModule.fma = fused_fma

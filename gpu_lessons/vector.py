@@ -1,0 +1,82 @@
+"""16-byte (float4) loads and stores for numba.cuda kernels.
+
+numba-cuda has no float4 load: four adjacent float32 reads, a ``float32x4(...)`` built from them, or a
+16-byte record dtype all compile to narrower loads (see the coalescing lesson). ``load4`` and
+``store4`` emit one ``ld.global.v4.f32`` / ``st.global.v4.f32`` (SASS ``LDG.E.128`` / ``STG.E.128``)
+through an LLVM intrinsic. Index ``i`` counts float4 groups: elements ``4*i .. 4*i+3``.
+
+Contract, as in CUDA C: the array is float32, C-contiguous, and starts on a 16-byte boundary
+(host wrappers check this with ``checks.require_aligned``); ``4*i+3`` is in bounds.
+On the simulator they are plain Python and count as one 16-byte access in the traffic tracer.
+"""
+
+from .mode import choose_mode
+
+SIMULATED = choose_mode() == "sim"
+
+if SIMULATED:
+
+    def _raw(array):
+        """The ndarray behind a simulator kernel argument, so reads here are not traced twice."""
+        inner = getattr(array, "_item", array)
+        return getattr(inner, "_ary", inner)
+
+    def load4(array, i):
+        from .sim import trace
+
+        trace.note_vector_access(array, 4 * i, 4, False)
+        data = _raw(array)
+        return data[4 * i], data[4 * i + 1], data[4 * i + 2], data[4 * i + 3]
+
+    def store4(array, i, x0, x1, x2, x3):
+        from .sim import trace
+
+        trace.note_vector_access(array, 4 * i, 4, True)
+        data = _raw(array)
+        data[4 * i], data[4 * i + 1], data[4 * i + 2], data[4 * i + 3] = x0, x1, x2, x3
+
+else:
+    from llvmlite import ir
+    from numba.cuda import types
+    from numba.cuda.extending import intrinsic
+
+    _FLOAT4 = ir.VectorType(ir.FloatType(), 4)
+
+    def _float4_pointer(context, builder, array_type, array, index):
+        """Address of element 4*index, cast to a pointer to a 16-byte-aligned float vector."""
+        data = context.make_array(array_type)(context, builder, array).data
+        element = builder.mul(builder.sext(index, ir.IntType(64)), ir.Constant(ir.IntType(64), 4))
+        return builder.bitcast(builder.gep(data, [element]), _FLOAT4.as_pointer())
+
+    def _is_float32_array(array):
+        return isinstance(array, types.Array) and array.dtype == types.float32 and array.ndim == 1
+
+    @intrinsic
+    def load4(typingctx, array, i):
+        if not (_is_float32_array(array) and isinstance(i, types.Integer)):
+            return None
+        sig = types.UniTuple(types.float32, 4)(array, i)
+
+        def codegen(context, builder, signature, args):
+            pointer = _float4_pointer(context, builder, signature.args[0], args[0], args[1])
+            vector = builder.load(pointer, align=16)
+            lanes = [builder.extract_element(vector, ir.Constant(ir.IntType(32), k)) for k in range(4)]
+            return context.make_tuple(builder, signature.return_type, lanes)
+
+        return sig, codegen
+
+    @intrinsic
+    def store4(typingctx, array, i, x0, x1, x2, x3):
+        if not (_is_float32_array(array) and isinstance(i, types.Integer)):
+            return None
+        sig = types.void(array, i, types.float32, types.float32, types.float32, types.float32)
+
+        def codegen(context, builder, signature, args):
+            pointer = _float4_pointer(context, builder, signature.args[0], args[0], args[1])
+            vector = ir.Constant(_FLOAT4, ir.Undefined)
+            for k, value in enumerate(args[2:]):
+                vector = builder.insert_element(vector, value, ir.Constant(ir.IntType(32), k))
+            builder.store(vector, pointer, align=16)
+            return context.get_dummy_value()
+
+        return sig, codegen
