@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import sys
 
 from .. import bench
@@ -53,7 +54,10 @@ def measurement_meta(lesson: str, live: bool) -> dict:
     from ..results import recording_meta
 
     command = " ".join(["gpu-lessons", *sys.argv[1:]])
-    return recording_meta(lesson, command, live=live, **observed_clocks())
+    meta = recording_meta(lesson, command, live=live, **observed_clocks())
+    # A copy of the tree without .git (a lent GPU machine) is told its commit by the caller.
+    meta["git_revision"] = os.environ.get("GPU_LESSONS_GIT_REVISION", meta["git_revision"])
+    return meta
 
 
 def check_row(name: str, passed: bool, detail: str) -> dict:
