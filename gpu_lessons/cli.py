@@ -115,8 +115,8 @@ def cmd_record(args) -> int:
     from . import results
     from .lessons.common import measurement_meta
 
-    _require_gpu("record")
     modules = _pick(args.lessons, include_ceilings=True)
+    _require_gpu("record")
     for module in modules:
         if not _run_checks(module):
             raise CommandError(f"{module.NAME}: correctness checks failed; nothing recorded")
@@ -155,13 +155,11 @@ def cmd_ceilings(args) -> int:
 
 
 def cmd_scoreboard(args) -> int:
-    import json
-
-    from .scoreboard import format_scoreboard, scoreboard
+    from .scoreboard import format_scoreboard, scoreboard, scoreboard_json
 
     board = scoreboard(_lessons().comparisons(), gpu=args.gpu, root=args.data)
     if args.json:
-        print(json.dumps(board.to_dict(orient="records"), indent=1, default=str))
+        print(scoreboard_json(board))
     else:
         print(format_scoreboard(board))
     return 0

@@ -8,6 +8,8 @@ the recording's metadata, as a reference line, not as a measurement.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pandas as pd
 
@@ -31,7 +33,9 @@ COMPUTE_VARIANT = "fma_peak"
 COMPARISONS = [
     Comparison(title="memory bandwidth (copy)", lesson=NAME, metric="gbps",
                ours=list(k.COPY_VARIANTS), reference="cupy copy"),
-    Comparison(title="FP32 FMA rate", lesson=NAME, metric="gflops", ours=[COMPUTE_VARIANT],
+    Comparison(title="FP32 FMA rate vs theoretical peak", lesson=NAME, metric="gflops",
+               ours=[COMPUTE_VARIANT], reference="theory:peak_fp32_gflops"),
+    Comparison(title="FP32 FMA rate vs SGEMM", lesson=NAME, metric="gflops", ours=[COMPUTE_VARIANT],
                reference="cublas sgemm"),
 ]
 
@@ -141,3 +145,10 @@ def check() -> pd.DataFrame:
     rows.append(check_row("fma_peak 2 blocks", np.array_equal(result, expected),
                           "matches float32 FMA chains emulated in NumPy"))
     return pd.DataFrame(rows)
+
+
+def load(live: bool | None = None, gpu: str | None = None):
+    """This lesson's table: measured now on a GPU, else the reference recording (see common.load)."""
+    from . import common
+
+    return common.load(sys.modules[__name__], live=live, gpu=gpu)

@@ -5,6 +5,9 @@ from __future__ import annotations
 import math
 import os
 import sys
+from dataclasses import dataclass
+
+import pandas as pd
 
 from .. import bench
 
@@ -62,3 +65,29 @@ def measurement_meta(lesson: str, live: bool) -> dict:
 
 def check_row(name: str, passed: bool, detail: str) -> dict:
     return {"check": name, "passed": bool(passed), "detail": detail}
+
+
+@dataclass(frozen=True)
+class LessonData:
+    """A lesson's table with where it came from: measured just now, or a recording under data/."""
+
+    table: pd.DataFrame
+    meta: dict
+    provenance: str
+    live: bool
+    source: str
+
+
+def load(module, live: bool | None = None, gpu: str | None = None) -> LessonData:
+    """Measure live on a GPU (``live=None`` decides by mode), else read the reference recording."""
+    from .. import SIMULATED, results
+
+    if live is None:
+        live = not SIMULATED
+    if live:
+        table = module.measure(show_progress=True)
+        meta = measurement_meta(module.NAME, live=True)
+        return LessonData(table, meta, results.provenance(meta), True, "measured just now")
+    recording = results.read_recording(module.NAME, gpu=gpu)
+    return LessonData(recording.table, recording.meta, results.provenance(recording.meta), False,
+                      results.shown_path(recording.csv_path))

@@ -7,6 +7,8 @@ the notes' triad ``c = a * b + c`` (I = 0.125), a kernel family whose intensity 
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pandas as pd
 
@@ -259,3 +261,10 @@ def check() -> pd.DataFrame:
     rows.append(check_row("gemm_naive 45x33 @ 33x70", np.allclose(got, a @ b, rtol=1e-4, atol=1e-4),
                           "against NumPy matmul"))
     return pd.DataFrame(rows)
+
+
+def load(live: bool | None = None, gpu: str | None = None):
+    """This lesson's table: measured now on a GPU, else the reference recording (see common.load)."""
+    from . import common
+
+    return common.load(sys.modules[__name__], live=live, gpu=gpu)

@@ -1,0 +1,127 @@
+"""Exercises of lesson 1 (roofline): their checks and reference solutions.
+
+1. Arithmetic intensity of SAXPY, ``y[i] = a * x[i] + y[i]``, checked against the bytes the
+   simulator's traffic counter sees the kernel move and the FLOPs it does.
+2. The roofline itself: attainable GFLOP/s for any intensity, checked on random ceilings.
+3. A kernel of given intensity: finish a kernel doing 4 FMAs per element, checked against NumPy
+   on a size that is not a multiple of the block.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import cuda
+
+from ..kernels import roofline as k
+from ..lessons import roofline as lesson
+from . import guarded, report
+
+# ----------------------------------------------------------------------------- exercise 1
+
+
+@cuda.jit
+def saxpy(a, x, y):
+    i = cuda.grid(1)
+    if i < y.size:
+        y[i] = a * x[i] + y[i]
+
+
+SAXPY_N = 1000  # small enough for the simulator, not a multiple of the block
+
+
+def saxpy_counted_bytes(n: int = SAXPY_N) -> int:
+    """Bytes SAXPY moves, as the traffic counter sees it: 32-byte sectors of loads and stores."""
+    from ..sim import trace
+
+    x = np.random.default_rng().standard_normal(n, dtype=np.float32)
+    y = np.random.default_rng().standard_normal(n, dtype=np.float32)
+    blocks = -(-n // k.THREADS_PER_BLOCK)
+    counts = trace.trace(saxpy, blocks, k.THREADS_PER_BLOCK, np.float32(2.0), x, y)
+    totals = counts.totals
+    sectors = (totals["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"]
+               + totals["l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"])
+    return 32 * sectors
+
+
+def check_saxpy_intensity(answer) -> object:
+    """``answer()`` returns SAXPY's FLOPs per byte (float32, each array read or written once)."""
+    name = "exercise 1 (SAXPY intensity)"
+
+    def attempt():
+        value = answer()
+        if value is None:
+            return report(name, False, "return a number: FLOPs divided by bytes moved")
+        counted = 2 * SAXPY_N / saxpy_counted_bytes()
+        if abs(float(value) - counted) > 1e-3 * counted:
+            return report(name, False, f"{float(value):.4f} FLOP/byte; count the FLOPs of one FMA "
+                          "and the bytes of every array read or written")
+        return report(name, True, f"{float(value):.4f} FLOP/byte: the traffic counter saw "
+                      f"{saxpy_counted_bytes() // SAXPY_N} bytes per element, for 2 FLOPs")
+
+    return guarded(name, attempt)
+
+
+def solution_saxpy_intensity() -> float:
+    return 2 / (4 + 4 + 4)  # one FMA = 2 FLOP; read x, read y, write y
+
+
+# ----------------------------------------------------------------------------- exercise 2
+
+
+def check_attainable(attainable) -> object:
+    """``attainable(intensity, bandwidth_gbps, peak_gflops)`` returns the roof in GFLOP/s."""
+    name = "exercise 2 (the roof)"
+
+    def attempt():
+        rng = np.random.default_rng()
+        for _ in range(200):
+            bandwidth, peak = rng.uniform(100, 10_000), rng.uniform(1_000, 100_000)
+            intensity = 10 ** rng.uniform(-3, 4)
+            expected = float(lesson.attainable_gflops(intensity, bandwidth, peak))
+            got = attainable(intensity, bandwidth, peak)
+            if got is None or not np.isclose(float(got), expected, rtol=1e-9):
+                return report(name, False, f"at I={intensity:.3g} FLOP/B, BW={bandwidth:.0f} GB/s, "
+                              f"peak={peak:.0f} GFLOP/s you gave {got}, the roof is {expected:.1f}")
+        return report(name, True, "min(peak, bandwidth x intensity) on 200 random ceilings")
+
+    return guarded(name, attempt)
+
+
+def solution_attainable(intensity, bandwidth_gbps, peak_gflops):
+    return min(peak_gflops, bandwidth_gbps * intensity)
+
+
+# ----------------------------------------------------------------------------- exercise 3
+
+EXERCISE_FMAS = 4
+
+
+def check_fma4_kernel(kernel) -> object:
+    """``kernel(x, y, a, b)``: y[i] = 4 chained FMAs v = v*a + b starting from x[i], any length."""
+    name = "exercise 3 (a kernel of intensity 1 FLOP/byte)"
+
+    def attempt():
+        n = 1027  # not a multiple of the block
+        x = np.random.default_rng().standard_normal(n, dtype=np.float32)
+        y = np.full(n, np.nan, np.float32)
+        blocks = -(-n // k.THREADS_PER_BLOCK)
+        kernel[blocks, k.THREADS_PER_BLOCK](x, y, k.FMA_A, k.FMA_B)
+        expected = k.fma_chain_reference(x, EXERCISE_FMAS)
+        if np.isnan(y).any():
+            return report(name, False, f"{int(np.isnan(y).sum())} of {n} outputs never written")
+        if not np.allclose(y, expected, rtol=1e-6, atol=1e-6):
+            worst = int(np.argmax(np.abs(y - expected)))
+            return report(name, False, f"y[{worst}] = {y[worst]:.6f}, expected {expected[worst]:.6f}")
+        return report(name, True, f"{n} elements match NumPy: 8 FLOP per 8 bytes, I = 1 FLOP/byte")
+
+    return guarded(name, attempt)
+
+
+@cuda.jit
+def solution_fma4_kernel(x, y, a, b):
+    i = cuda.grid(1)
+    if i < x.size:
+        v = x[i]
+        for _ in range(4):  # EXERCISE_FMAS
+            v = cuda.fma(v, a, b)
+        y[i] = v

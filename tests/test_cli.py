@@ -1,0 +1,71 @@
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+import gpu_lessons
+from gpu_lessons.cli import main
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+def test_list_names_lessons_and_notebooks(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "roofline" in out and "notebooks/01_roofline.ipynb" in out and "ceilings" in out
+
+
+@pytest.mark.parametrize("argv", [["run", "rooflin"], ["record", "nope"]])
+def test_unknown_lesson_is_one_line_listing_choices(argv, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0
+    assert "unknown lesson" in err and "roofline" in err
+
+
+def test_bad_option_exits_non_zero(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["run", "--colour"])
+    assert stop.value.code == 2
+    assert "unrecognized arguments: --colour" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not gpu_lessons.SIMULATED, reason="simulator behaviour")
+def test_record_and_ceilings_need_a_gpu(capsys):
+    assert main(["record"]) == 2
+    assert main(["ceilings"]) == 2
+    assert "none is available here" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not gpu_lessons.SIMULATED, reason="simulator behaviour")
+def test_run_on_simulator_checks_and_plots_the_recording(tmp_path, capsys):
+    assert main(["run", "roofline", "--out", str(tmp_path), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "correctness checks passed" in out and "NVIDIA H200" in out
+    figures = sorted(p.name for p in (tmp_path / "roofline").glob("*.png"))
+    assert figures == ["bandwidth_vs_size.png", "roofline.png"]
+
+
+def test_broken_recording_is_a_clear_error(tmp_path, monkeypatch, capsys):
+    broken = tmp_path / "nvidia-h200"
+    shutil.copytree(DATA / "nvidia-h200", broken)
+    csv = broken / "roofline.csv"
+    csv.write_text(csv.read_text().replace("median_ms", "median"))
+    monkeypatch.setenv("GPU_LESSONS_DATA", str(tmp_path))
+    assert main(["scoreboard"]) == 0  # the ceilings rows still show; roofline is reported broken?
+    capsys.readouterr()
+    if gpu_lessons.SIMULATED:
+        assert main(["run", "roofline", "--out", str(tmp_path / "out")]) == 2
+        err = capsys.readouterr().err
+        assert "roofline.csv" in err and "median_ms" in err
+
+
+def test_scoreboard_text_and_json(capsys):
+    assert main(["scoreboard"]) == 0
+    text = capsys.readouterr().out
+    assert "copy_vec4" in text and "cupy copy" in text
+    assert main(["scoreboard", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    bandwidth = next(r for r in rows if r["title"] == "memory bandwidth (copy)")
+    assert bandwidth["ratio"] > 0.9

@@ -1,0 +1,84 @@
+"""Lesson 1's kernels against NumPy, on random inputs whose sizes are not multiples of the block."""
+
+import numpy as np
+import pytest
+
+from gpu_lessons.checks import InputError
+from gpu_lessons.kernels import gemm
+from gpu_lessons.kernels import roofline as k
+from gpu_lessons.lessons import ceilings, roofline
+
+rng = np.random.default_rng()
+
+
+def random(n):
+    return rng.standard_normal(n, dtype=np.float32)
+
+
+@pytest.mark.parametrize("variant", k.COPY_VARIANTS)
+@pytest.mark.parametrize("n", [1, 3, 5, 257, 1027])
+def test_copies_are_exact(variant, n):
+    x = random(n)
+    assert np.array_equal(k.copy(x, variant), x)
+
+
+def test_vector_copy_rejects_a_misaligned_view():
+    x = random(1028)
+    with pytest.raises(InputError, match="misaligned for 16-byte vector access"):
+        k.copy(x[1:], "copy_vec4")
+    assert np.array_equal(k.copy(x[1:], "copy_grid_stride"), x[1:])  # scalar kernels don't care
+
+
+def test_copy_rejects_wrong_dtype_and_unknown_variant():
+    with pytest.raises(InputError, match="dtype float32, got float64"):
+        k.copy(np.zeros(8), "copy_vec4")
+    with pytest.raises(ValueError, match="unknown copy variant 'copy_fast'.*copy_vec4"):
+        k.copy(random(8), "copy_fast")
+
+
+def test_triad_matches_numpy_and_checks_shapes():
+    a, b, c = random(1000), random(1000), random(1000)
+    np.testing.assert_allclose(k.triad_host(a, b, c), a * b + c, rtol=1e-6, atol=1e-6)
+    with pytest.raises(InputError, match="shape mismatch"):
+        k.triad_host(a, b, random(999))
+
+
+@pytest.mark.parametrize("fmas", [1, 3, 17])  # 17 = one unrolled trip of 16 and one more
+def test_fma_intensity_matches_fused_reference(fmas):
+    x = random(1027)
+    np.testing.assert_allclose(k.fma_intensity_host(x, fmas), k.fma_chain_reference(x, fmas),
+                               rtol=1e-6, atol=1e-6)
+
+
+def test_fma_intensity_rejects_k_below_one():
+    with pytest.raises(ValueError, match="at least 1"):
+        k.fma_intensity(0)
+
+
+def test_fma_peak_matches_emulated_chains():
+    out = np.full(k.THREADS_PER_BLOCK, np.nan, np.float32)
+    k.fma_peak_launch(out, blocks=1, trips=2)
+    assert np.array_equal(out, ceilings.fma_peak_reference(np.arange(out.size), trips=2))
+
+
+def test_naive_gemm_on_awkward_shapes():
+    a, b = rng.standard_normal((45, 33), dtype=np.float32), rng.standard_normal((33, 70), dtype=np.float32)
+    np.testing.assert_allclose(gemm.gemm(a, b), a @ b, rtol=1e-4, atol=1e-4)
+    with pytest.raises(InputError, match="shape mismatch"):
+        gemm.gemm(a, a)
+
+
+def test_lesson_checks_all_pass():
+    for module in (ceilings, roofline):
+        checks = module.check()
+        assert checks["passed"].all(), checks[~checks["passed"]]
+
+
+def test_intensity_counts_from_the_notes():
+    assert roofline.triad_intensity() == 0.125
+    assert roofline.naive_gemm_intensity(4096) == pytest.approx(0.25, rel=1e-3)
+    assert roofline.ideal_gemm_intensity(600, 600, 600) == pytest.approx(600 / 6)
+    assert roofline.fma_family_intensity(4) == 1.0
+    roof = roofline.attainable_gflops([0.125, 100.0], bandwidth_gbps=4000, peak_gflops=60000)
+    assert roof.tolist() == [500.0, 60000.0]
+    assert roofline.ridge_point(4000, 60000) == 15.0

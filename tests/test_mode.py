@@ -1,0 +1,66 @@
+"""Mode selection happens at import, so each case runs in a fresh interpreter."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from gpu_lessons import mode
+
+
+def run_python(code: str, **env) -> subprocess.CompletedProcess:
+    ours = ("GPU_LESSONS_MODE", "NUMBA_ENABLE_CUDASIM")
+    environment = {k: v for k, v in os.environ.items() if k not in ours}
+    environment.update(env)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environment,
+                          timeout=120)
+
+
+def test_requested_mode_rejects_unknown_values(monkeypatch):
+    monkeypatch.setenv(mode.MODE_VARIABLE, "tpu")
+    with pytest.raises(mode.ModeError, match="not a mode.*auto, gpu, sim"):
+        mode.requested_mode()
+
+
+def test_forced_simulator_sets_numba_variable():
+    result = run_python("import gpu_lessons, os; print(gpu_lessons.MODE, os.environ['NUMBA_ENABLE_CUDASIM'])",
+                        GPU_LESSONS_MODE="sim")
+    assert result.stdout.split() == ["sim", "1"], result.stderr
+
+
+def test_auto_without_gpu_picks_simulator():
+    if mode.cuda_gpu_count() > 0:
+        pytest.skip("a GPU is present")
+    result = run_python("import gpu_lessons; print(gpu_lessons.MODE)")
+    assert result.stdout.strip() == "sim", result.stderr
+
+
+def test_forcing_gpu_without_one_is_a_clear_error():
+    if mode.cuda_gpu_count() > 0:
+        pytest.skip("a GPU is present")
+    result = run_python("import gpu_lessons", GPU_LESSONS_MODE="gpu")
+    assert result.returncode != 0
+    assert "ModeError" in result.stderr and "no CUDA GPU is visible" in result.stderr
+
+
+def test_numba_cuda_imported_first_in_the_other_mode_is_explained():
+    code = "import numba.cuda\nimport gpu_lessons"
+    result = run_python(code, NUMBA_ENABLE_CUDASIM="1", GPU_LESSONS_MODE="gpu")
+    assert result.returncode != 0
+    assert "already imported in 'sim' mode" in result.stderr
+    assert "Restart the Python kernel" in result.stderr
+
+
+def test_numba_cuda_imported_first_in_the_same_mode_is_fine():
+    result = run_python("import numba.cuda\nimport gpu_lessons\nprint(gpu_lessons.MODE)",
+                        NUMBA_ENABLE_CUDASIM="1")
+    assert result.stdout.strip() == "sim", result.stderr
+
+
+def test_describe_names_the_mode():
+    import gpu_lessons
+
+    assert gpu_lessons.describe().startswith("Mode: simulator" if gpu_lessons.SIMULATED else "Mode: GPU")
+    facts = gpu_lessons.device_info().as_dict()
+    assert {"name", "compute_capability", "sms", "sm_clock_mhz", "numba_cuda"} <= facts.keys()
