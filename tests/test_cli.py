@@ -69,3 +69,11 @@ def test_scoreboard_text_and_json(capsys):
     rows = json.loads(capsys.readouterr().out)["rows"]
     bandwidth = next(r for r in rows if r["title"] == "memory bandwidth (copy)")
     assert bandwidth["ratio"] > 0.9
+
+
+def test_readme_shows_the_current_scoreboard():
+    from gpu_lessons.lessons import comparisons
+    from gpu_lessons.scoreboard import format_scoreboard, scoreboard
+
+    readme = (DATA.parent / "README.md").read_text()
+    assert format_scoreboard(scoreboard(comparisons())) in readme, "regenerate the README scoreboard"
