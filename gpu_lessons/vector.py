@@ -14,26 +14,32 @@ from .mode import choose_mode
 
 SIMULATED = choose_mode() == "sim"
 
+
+def _raw(array):
+    """The ndarray behind a simulator kernel argument, so reads here are not traced twice."""
+    inner = getattr(array, "_item", array)
+    return getattr(inner, "_ary", inner)
+
+
+def python_load4(array, i):
+    """load4 as plain Python: the simulator runs it, and the tracer counts one 16-byte access."""
+    from .sim import trace
+
+    trace.note_vector_access(array, 4 * i, 4, False)
+    data = _raw(array)
+    return data[4 * i], data[4 * i + 1], data[4 * i + 2], data[4 * i + 3]
+
+
+def python_store4(array, i, x0, x1, x2, x3):
+    from .sim import trace
+
+    trace.note_vector_access(array, 4 * i, 4, True)
+    data = _raw(array)
+    data[4 * i], data[4 * i + 1], data[4 * i + 2], data[4 * i + 3] = x0, x1, x2, x3
+
+
 if SIMULATED:
-
-    def _raw(array):
-        """The ndarray behind a simulator kernel argument, so reads here are not traced twice."""
-        inner = getattr(array, "_item", array)
-        return getattr(inner, "_ary", inner)
-
-    def load4(array, i):
-        from .sim import trace
-
-        trace.note_vector_access(array, 4 * i, 4, False)
-        data = _raw(array)
-        return data[4 * i], data[4 * i + 1], data[4 * i + 2], data[4 * i + 3]
-
-    def store4(array, i, x0, x1, x2, x3):
-        from .sim import trace
-
-        trace.note_vector_access(array, 4 * i, 4, True)
-        data = _raw(array)
-        data[4 * i], data[4 * i + 1], data[4 * i + 2], data[4 * i + 3] = x0, x1, x2, x3
+    load4, store4 = python_load4, python_store4
 
 else:
     from llvmlite import ir
@@ -80,3 +86,9 @@ else:
             return context.get_dummy_value()
 
         return sig, codegen
+
+    # With a GPU, the tracer runs kernels on the simulator: it swaps these for their Python twins.
+    from .sim.trace import register_python_twin
+
+    register_python_twin(load4, python_load4)
+    register_python_twin(store4, python_store4)

@@ -1,0 +1,104 @@
+"""What the memory tracer costs on top of the plain simulator (run it on the simulator).
+
+    python benchmarks/sim_overhead.py [--repeats N]
+
+Each workload runs plainly and under ``trace``; the table gives seconds and the ratio (aim: < 2x).
+To compare another simulator configuration (say, warp shims switched off), add a ``Mode`` to
+``MODES``: a name and a context manager to run the workloads in.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+os.environ.setdefault("GPU_LESSONS_MODE", "sim")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import numpy as np  # noqa: E402
+
+import gpu_lessons  # noqa: E402,F401  (picks the mode before numba.cuda is imported)
+from gpu_lessons.kernels import coalescing, gemm_tiled  # noqa: E402
+from gpu_lessons.sim.trace import trace  # noqa: E402
+
+
+@dataclass
+class Workload:
+    name: str
+    kernel: object
+    grid: tuple
+    block: tuple
+    make_args: Callable[[], tuple]
+
+
+def _gemm_args(size: int = 64):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((size, size), dtype=np.float32)
+    b = rng.standard_normal((size, size), dtype=np.float32)
+    return a, b, np.zeros((size, size), np.float32)
+
+
+def _copy_args(n: int = 65_536):
+    return np.arange(n, dtype=np.float32), np.zeros(n, np.float32), 0
+
+
+WORKLOADS = [
+    Workload("gemm_tiled 64x64x64", gemm_tiled.gemm_tiled_kernel, gemm_tiled.gemm_tiled_grid(64, 64),
+             gemm_tiled.BLOCK, _gemm_args),
+    Workload("copy 65,536 floats", coalescing.offset_copy_kernel, (256,), (256,), _copy_args),
+]
+
+
+@dataclass
+class Mode:
+    name: str
+    context: Callable[[], contextlib.AbstractContextManager]
+
+
+MODES = [Mode("simulator as installed", contextlib.nullcontext)]
+
+
+def plain(work: Workload) -> float:
+    args = work.make_args()
+    start = time.perf_counter()
+    work.kernel[work.grid, work.block](*args)
+    return time.perf_counter() - start
+
+
+def traced(work: Workload) -> float:
+    args = work.make_args()
+    start = time.perf_counter()
+    trace(work.kernel, work.grid, work.block, *args)
+    return time.perf_counter() - start
+
+
+def best_of_each(work: Workload, repeats: int) -> tuple[float, float]:
+    """Best plain and best traced time, runs alternating so that drifts in machine load hit both."""
+    plains, traces = [], []
+    for _ in range(repeats):
+        plains.append(plain(work))
+        traces.append(traced(work))
+    return min(plains), min(traces)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=2, help="best of N runs of each (default 2)")
+    options = parser.parse_args(argv)
+    print(f"{'mode':<24} {'workload':<22} {'plain s':>8} {'traced s':>9} {'ratio':>6}")
+    for mode in MODES:
+        with mode.context():
+            for work in WORKLOADS:
+                base, with_trace = best_of_each(work, options.repeats)
+                ratio = with_trace / base
+                print(f"{mode.name:<24} {work.name:<22} {base:8.2f} {with_trace:9.2f} {ratio:6.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
