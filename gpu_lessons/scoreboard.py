@@ -180,7 +180,8 @@ def score(recording: Recording, comparison: Comparison) -> dict:
 def _unscored(comparison: Comparison, status: str, problem: str = "") -> dict:
     return {
         "lesson": comparison.lesson, "title": comparison.title, "gpu": None,
-        "best_variant": None, "best": math.nan, "reference_variant": comparison.reference,
+        "best_variant": None, "best": math.nan,
+        "reference_variant": _reference_label(comparison.reference),
         "reference": math.nan, "ratio": math.nan, "unit": UNITS[comparison.metric],
         "size": None, "reference_size": None, "param": None, "status": status,
         "problem": problem,

@@ -28,6 +28,7 @@ from .launch import THREADS_PER_BLOCK, blocks_to_cover
 # 256-thread block use every stride up to 33 (a 1024-thread block, strides up to 8).
 SHARED_WORDS = 33 * 256
 TILE = 32
+PADDED_WIDTH = TILE + 1  # a module constant: numba needs literal shared-array shapes
 TRANSPOSE_BLOCK = (TILE, 8)
 
 
@@ -73,7 +74,7 @@ def transpose_tiled_kernel(a, out):
 
 @cuda.jit
 def transpose_padded_kernel(a, out):
-    tile = cuda.shared.array((TILE, TILE + 1), numba.float32)  # the only change: 33-word rows
+    tile = cuda.shared.array((TILE, PADDED_WIDTH), numba.float32)  # the only change: 33-word rows
     tx = cuda.threadIdx.x
     ty = cuda.threadIdx.y
     rows, cols = a.shape

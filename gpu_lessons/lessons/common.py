@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import os
+import subprocess
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
 
 from .. import bench
+from ..device import device_info
 
 GPU_LESSONS = "gpu_lessons"
 
@@ -52,14 +56,33 @@ def observed_clocks() -> dict:
         return {}
 
 
-def measurement_meta(lesson: str, live: bool) -> dict:
-    """Provenance for a measurement made now on this GPU, with the clocks NVML sees."""
-    from ..results import recording_meta
+def git_revision() -> str:
+    """HEAD's commit ('+dirty' when tracked files differ); a lent GPU machine gets a copy of the
+    tree without .git, so there the caller passes it in GPU_LESSONS_GIT_REVISION."""
+    if os.environ.get("GPU_LESSONS_GIT_REVISION"):
+        return os.environ["GPU_LESSONS_GIT_REVISION"]
+    root = Path(__file__).resolve().parents[2]
 
-    command = " ".join(["gpu-lessons", *sys.argv[1:]])
-    meta = recording_meta(lesson, command, live=live, **observed_clocks())
-    # A copy of the tree without .git (a lent GPU machine) is told its commit by the caller.
-    meta["git_revision"] = os.environ.get("GPU_LESSONS_GIT_REVISION", meta["git_revision"])
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
+                              timeout=10, check=True).stdout.strip()
+
+    try:
+        dirty = git("status", "--porcelain", "--untracked-files=no")
+        return git("rev-parse", "--short", "HEAD") + ("+dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def measurement_meta(lesson: str, live: bool) -> dict:
+    """Provenance of a measurement made now: device facts, versions, date, command, git, clocks."""
+    facts = device_info().as_dict()
+    meta = {"gpu": facts.pop("name"), **facts, "lesson": lesson,
+            "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "command": " ".join(["gpu-lessons", *sys.argv[1:]]),
+            "git_revision": git_revision(), **observed_clocks()}
+    if live:
+        meta["live"] = True
     return meta
 
 
