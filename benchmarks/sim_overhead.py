@@ -24,6 +24,7 @@ import numpy as np  # noqa: E402
 
 import gpu_lessons  # noqa: E402,F401  (picks the mode before numba.cuda is imported)
 from gpu_lessons.kernels import coalescing, gemm_tiled  # noqa: E402
+from gpu_lessons.sim import extras_removed  # noqa: E402
 from gpu_lessons.sim.trace import trace  # noqa: E402
 
 
@@ -60,7 +61,8 @@ class Mode:
     context: Callable[[], contextlib.AbstractContextManager]
 
 
-MODES = [Mode("simulator as installed", contextlib.nullcontext)]
+MODES = [Mode("numba-cuda as shipped", extras_removed),
+         Mode("with gpu_lessons shims", contextlib.nullcontext)]
 
 
 def plain(work: Workload) -> float:

@@ -348,6 +348,21 @@ def test_gpu_mode_runs_the_python_function_through_the_simulator(tmp_path):
             tile[cuda.threadIdx.x] = x[i + 1]
             cuda.syncthreads()
             out[i] = twice(tile[cuda.threadIdx.x])
+
+        def make_closure_kernel():
+            from gpu_lessons.vector import load4, store4  # closure cells, not module globals
+
+            @cuda.jit(device=True)
+            def add_one(v):
+                return v + 1
+
+            @cuda.jit
+            def bump_first(x, out):
+                i = cuda.grid(1)
+                a, b, c, d = load4(x, i)
+                store4(out, i, add_one(a), b, c, d)
+
+            return bump_first
     """))
     script = textwrap.dedent(f"""
         import os, sys
@@ -383,6 +398,17 @@ def test_gpu_mode_runs_the_python_function_through_the_simulator(tmp_path):
         counts = trace(k.scale_via_shared, 1, 64, d_x, d_out)
         assert np.array_equal(d_out.host, 2 * x[1:]), d_out.host  # written back to the "device"
         print(counts.totals["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"])
+
+        # device functions and float4 twins reached through a closure are simulated too
+        bump = k.make_closure_kernel()
+        x4 = np.arange(256, dtype=np.float32)
+        out4 = np.zeros_like(x4)
+        counts = trace(bump, 1, 64, x4, out4)
+        expected = x4.copy()
+        expected[::4] += 1
+        assert np.array_equal(out4, expected), out4
+        print(counts.totals["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"],
+              counts.totals["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"])
     """)
     env = {k: v for k, v in os.environ.items() if k not in ("GPU_LESSONS_MODE", "NUMBA_ENABLE_CUDASIM")}
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
@@ -390,7 +416,8 @@ def test_gpu_mode_runs_the_python_function_through_the_simulator(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     # x[i + 1]: 5 sectors per warp; one shared store per warp; then, with x starting 28 bytes
     # past a 256-byte boundary, x[i + 1] is sector-aligned: 4 sectors per warp
-    assert result.stdout.split() == ["10", "2", "8"]
+    # the float4 kernel: 2 warps x one 16-byte load each, 16 sectors per request
+    assert result.stdout.split() == ["10", "2", "8", "2", "32"]
 
 
 # -- against Nsight Compute on an H200 -------------------------------------------------------------

@@ -640,3 +640,17 @@ def test_simulator_matches_gpu_bit_for_bit(simulated_cases):
             assert differ.size == 0, (
                 f"{name}: {differ.size} elements differ from the GPU, first at flat index "
                 f"{differ[0]}: simulator {got.flat[differ[0]]!r}, GPU {expected.flat[differ[0]]!r}")
+
+
+def test_uninstall_restores_the_shipped_simulator_and_install_brings_it_back():
+    from numba.cuda.simulator.kernel import BlockManager, BlockThread
+    from numba.cuda.simulator.kernelapi import FakeCUDAModule
+
+    from gpu_lessons import sim
+
+    assert hasattr(BlockThread.run, "__wrapped__")
+    with sim.extras_removed():
+        assert not hasattr(FakeCUDAModule, "shfl_down_sync")
+        assert not hasattr(BlockThread.run, "__wrapped__")
+        assert not hasattr(BlockManager.__init__, "__wrapped__")
+    assert hasattr(FakeCUDAModule, "shfl_down_sync") and hasattr(BlockThread.run, "__wrapped__")

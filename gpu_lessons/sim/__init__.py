@@ -6,9 +6,29 @@
 """
 
 
+from contextlib import contextmanager
+
+
 def install() -> None:
     """Install the simulator extras; safe to call more than once."""
     from . import fma, warp
 
     fma.install()
     warp.install()
+
+
+def uninstall() -> None:
+    """Back to numba-cuda's simulator as shipped (what `benchmarks/sim_overhead.py` compares with)."""
+    from . import fma, warp
+
+    warp.uninstall()
+    fma.uninstall()
+
+
+@contextmanager
+def extras_removed():
+    uninstall()
+    try:
+        yield
+    finally:
+        install()

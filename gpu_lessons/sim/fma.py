@@ -16,7 +16,20 @@ def fused_fma(_module, a, b, c):
     return a * b + c
 
 
+_unfused = None
+
+
 def install() -> None:
+    global _unfused
     from numba.cuda.simulator.kernelapi import FakeCUDAModule
 
+    if FakeCUDAModule.fma is not fused_fma:
+        _unfused = FakeCUDAModule.fma
     FakeCUDAModule.fma = fused_fma
+
+
+def uninstall() -> None:
+    from numba.cuda.simulator.kernelapi import FakeCUDAModule
+
+    if _unfused is not None:
+        FakeCUDAModule.fma = _unfused

@@ -145,33 +145,55 @@ class _Arguments:
 @contextmanager
 def _python_device_functions(function):
     """GPU mode: for the launch, swap the compiled device functions (and registered twins)
-    reachable from ``function``'s globals for simulated ones."""
+    that ``function`` reaches, through its module's globals or its closure, for simulated ones."""
     from numba.cuda.dispatcher import CUDADispatcher
 
-    swapped: list[tuple[dict, str, object]] = []
-    visited: set[int] = set()
+    restore: list = []  # callables that undo one swap each
+    seen_functions: set[int] = set()
+    seen_globals: set[int] = set()
+
+    def replacement(value):
+        twin = _python_twins.get(id(value))
+        if twin is not None and twin[0] is value:
+            return twin[1]
+        if isinstance(value, CUDADispatcher) and value.targetoptions.get("device"):
+            visit(value.py_func)
+            return FakeCUDAKernel(value.py_func, device=True)
+        return None
+
+    def swap_global(namespace, name, value):
+        new = replacement(value)
+        if new is not None:
+            namespace[name] = new
+            restore.append(lambda: namespace.__setitem__(name, value))
+
+    def swap_cell(cell, value):
+        new = replacement(value)
+        if new is not None:
+            cell.cell_contents = new
+            restore.append(lambda: setattr(cell, "cell_contents", value))
 
     def visit(fn):
-        module_globals = fn.__globals__
-        if id(module_globals) in visited:
+        if id(fn) in seen_functions:
             return
-        visited.add(id(module_globals))
-        for name, value in list(module_globals.items()):
-            twin = _python_twins.get(id(value))
-            if twin is not None and twin[0] is value:
-                swapped.append((module_globals, name, value))
-                module_globals[name] = twin[1]
-            elif isinstance(value, CUDADispatcher) and value.targetoptions.get("device"):
-                swapped.append((module_globals, name, value))
-                module_globals[name] = FakeCUDAKernel(value.py_func, device=True)
-                visit(value.py_func)
+        seen_functions.add(id(fn))
+        namespace = fn.__globals__
+        if id(namespace) not in seen_globals:
+            seen_globals.add(id(namespace))
+            for name, value in list(namespace.items()):
+                swap_global(namespace, name, value)
+        for cell in fn.__closure__ or ():
+            try:
+                swap_cell(cell, cell.cell_contents)
+            except ValueError:  # an empty cell (a name not bound yet)
+                continue
 
     try:
         visit(function)
         yield
     finally:
-        for module_globals, name, value in reversed(swapped):
-            module_globals[name] = value
+        for undo in reversed(restore):
+            undo()
 
 
 def _simulated_kernel(kernel) -> FakeCUDAKernel:

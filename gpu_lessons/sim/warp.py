@@ -723,11 +723,25 @@ def _wrap_syncthreads(original):
     return syncthreads
 
 
+_MISSING = object()
+_SAVED: dict = {}  # (class, attribute) -> what install() replaced, for uninstall()
+
+
+def _save(cls, name: str) -> None:
+    _SAVED.setdefault((cls, name), cls.__dict__.get(name, _MISSING))
+
+
 def install() -> None:
     """Add the warp-level primitives to numba-cuda's simulator; safe to call more than once."""
     from numba.cuda.simulator.kernel import BlockManager, BlockThread
     from numba.cuda.simulator.kernelapi import FakeCUDAModule
 
+    for cls, names in ((BlockThread, ("_warp_exited", "_warp_barriers", "_warp_in_barrier", "run",
+                                      "syncthreads")),
+                       (BlockManager, ("__init__",)),
+                       (FakeCUDAModule, (*KERNEL_API, "popc"))):
+        for name in names:
+            _save(cls, name)
     # Class-level defaults: what a thread that never exited or synced reads.
     BlockThread._warp_exited = False
     BlockThread._warp_barriers = 0
@@ -738,3 +752,14 @@ def install() -> None:
     for name, fn in KERNEL_API.items():
         setattr(FakeCUDAModule, name, staticmethod(fn))
     FakeCUDAModule.popc = _patched_popc
+
+
+def uninstall() -> None:
+    """Put the simulator back as numba-cuda ships it (for measuring what the shims cost)."""
+    for (cls, name), original in _SAVED.items():
+        if original is _MISSING:
+            if name in cls.__dict__:
+                delattr(cls, name)
+        else:
+            setattr(cls, name, original)
+    _SAVED.clear()
