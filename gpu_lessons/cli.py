@@ -29,6 +29,14 @@ def _pick(names: list[str], include_ceilings: bool) -> list:
         raise CommandError(str(error)) from None
 
 
+def _cell(value) -> str:
+    if not isinstance(value, float):
+        return str(value)
+    if value != value:  # NaN: no parameter
+        return ""
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+
+
 def _print_table(table, title: str | None = None) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -37,7 +45,7 @@ def _print_table(table, title: str | None = None) -> None:
     for column in table.columns:
         view.add_column(str(column), justify="right" if table[column].dtype.kind in "fiu" else "left")
     for _, row in table.iterrows():
-        view.add_row(*(f"{v:,.4g}" if isinstance(v, float) else str(v) for v in row.tolist()))
+        view.add_row(*(_cell(v) for v in row.tolist()))
     Console(width=160).print(view)
 
 
