@@ -79,33 +79,29 @@ def traced(work: Workload) -> float:
     return time.perf_counter() - start
 
 
-def best_of_each(work: Workload, repeats: int) -> tuple[float, float]:
-    """Best plain and best traced time, runs alternating so that drifts in machine load hit both."""
-    plains, traces = [], []
-    for _ in range(repeats):
-        plains.append(plain(work))
-        traces.append(traced(work))
-    return min(plains), min(traces)
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=2, help="best of N runs of each (default 2)")
+    parser.add_argument("--repeats", type=int, default=3, help="best of N runs of each (default 3)")
     options = parser.parse_args(argv)
+    # Modes and workloads interleave within each repeat, so drifts in machine load hit all alike.
+    samples: dict[tuple[str, str], tuple[list, list]] = {}
+    for _ in range(options.repeats):
+        for mode in MODES:
+            with mode.context():
+                for work in WORKLOADS:
+                    plains, traces = samples.setdefault((mode.name, work.name), ([], []))
+                    plains.append(plain(work))
+                    traces.append(traced(work))
     print(f"{'mode':<24} {'workload':<22} {'plain s':>8} {'traced s':>9} {'ratio':>6}")
-    times = {}
-    for mode in MODES:
-        with mode.context():
-            for work in WORKLOADS:
-                base, with_trace = best_of_each(work, options.repeats)
-                times[mode.name, work.name] = base, with_trace
-                ratio = with_trace / base
-                print(f"{mode.name:<24} {work.name:<22} {base:8.2f} {with_trace:9.2f} {ratio:6.2f}")
+    best = {key: (min(p), min(t)) for key, (p, t) in samples.items()}
+    for (mode_name, work_name), (base, with_trace) in best.items():
+        ratio = with_trace / base
+        print(f"{mode_name:<24} {work_name:<22} {base:8.2f} {with_trace:9.2f} {ratio:6.2f}")
     shipped, shimmed = MODES[0].name, MODES[1].name
-    print("\nagainst numba-cuda's simulator as shipped:")
+    print(f"\nbest of {options.repeats}, against numba-cuda's simulator as shipped:")
     for work in WORKLOADS:
-        plain_s = times[shipped, work.name][0]
-        shims_s, traced_s = times[shimmed, work.name]
+        plain_s = best[shipped, work.name][0]
+        shims_s, traced_s = best[shimmed, work.name]
         print(f"  {work.name:<22} shims {shims_s / plain_s:5.2f}x   "
               f"tracer (with shims) {traced_s / plain_s:5.2f}x")
     return 0

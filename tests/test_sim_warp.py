@@ -584,11 +584,11 @@ def test_outside_a_kernel_raises():
 def test_install_is_idempotent():
     from numba.cuda.simulator.kernel import BlockThread
 
-    run = BlockThread.run
+    syncthreads = BlockThread.syncthreads
     warp.install()
     gpu_lessons.sim.install()
-    assert BlockThread.run is run
-    assert not hasattr(run.__wrapped__, "__wrapped__")
+    assert BlockThread.syncthreads is syncthreads
+    assert not hasattr(syncthreads.__wrapped__, "__wrapped__")
     out = np.zeros(32, np.int32)
     lane_kernel[1, 32](out)
     assert out[31] == 31
@@ -648,9 +648,11 @@ def test_uninstall_restores_the_shipped_simulator_and_install_brings_it_back():
 
     from gpu_lessons import sim
 
-    assert hasattr(BlockThread.run, "__wrapped__")
+    assert hasattr(BlockThread.syncthreads, "__wrapped__")
     with sim.extras_removed():
         assert not hasattr(FakeCUDAModule, "shfl_down_sync")
-        assert not hasattr(BlockThread.run, "__wrapped__")
+        assert not hasattr(BlockThread.syncthreads, "__wrapped__")
+        assert not hasattr(BlockThread.__init__, "__wrapped__")
         assert not hasattr(BlockManager.__init__, "__wrapped__")
-    assert hasattr(FakeCUDAModule, "shfl_down_sync") and hasattr(BlockThread.run, "__wrapped__")
+        assert not isinstance(vars(BlockThread).get("_warp_exited"), property)
+    assert hasattr(FakeCUDAModule, "shfl_down_sync") and hasattr(BlockThread.syncthreads, "__wrapped__")

@@ -49,7 +49,8 @@ Limits
 * Shuffling mixed types between lanes (possible in Python, not after numba's typing) converts the
   source value to the caller's type by value.
 * The simulator's own cost stays: one Python thread per CUDA thread. Kernels that do not use
-  these primitives pay only a dictionary insert per thread and a counter per ``syncthreads()``.
+  these primitives pay one dictionary insert per thread (made by the block manager, not the
+  thread) and a counter per ``syncthreads()``; an exit is seen through ``Thread.is_alive()``.
 """
 
 from __future__ import annotations
@@ -258,9 +259,12 @@ class _BlockWarps:
         self.kernel_code = getattr(kernel, "__code__", None)
         self.thread_count = prod(block_dim)
         self.lock = threading.Lock()
-        self.threads = {}  # linear thread index -> BlockThread, filled as threads start
+        self.threads = {}  # linear thread index -> BlockThread, filled as threads are created
         self.warps: dict[int, _Warp] = {}  # created at a warp's first collective
-        self.crashed = False  # a thread raised: the launch is failing anyway
+
+    def has_crashed(self) -> bool:
+        """A thread raised: the launch is failing anyway, and its error, not a deadlock, is news."""
+        return any(thread.exception is not None for thread in list(self.threads.values()))
 
     def lanes_in_warp(self, warp_index: int) -> int:
         return min(WARP_SIZE, self.thread_count - warp_index * WARP_SIZE)
@@ -332,7 +336,7 @@ class _Warp:
             if not self.parked:
                 return
             states = self._lane_states()
-        if not self.block.crashed:
+        if not self.block.has_crashed():
             self._fail_dead_groups(states)
 
     def _release(self, arrivals) -> None:
@@ -691,21 +695,21 @@ def _wrap_manager_init(original):
     return __init__
 
 
-def _wrap_thread_run(original):
-    def run(self):
-        block = getattr(self._manager, _BLOCK_ATTR, None)
-        if block is not None:
+def _wrap_thread_init(original):
+    def __init__(self, f, manager, *args, **kwargs):
+        original(self, f, manager, *args, **kwargs)
+        block = manager.__dict__.get(_BLOCK_ATTR)
+        if block is not None:  # registered here, in the manager's thread, not in the lane's
             block.threads[self.thread_id] = self
-        try:
-            original(self)
-        finally:
-            if block is not None and self.exception is not None:
-                block.crashed = True  # before the exit shows: its error, not a deadlock, is news
-            self._warp_exited = True
-            if block is not None:
-                block.lane_stopped(self)
 
-    return run
+    return __init__
+
+
+def _thread_exited(thread) -> bool:
+    """Started and finished. No hook in the lane's own run(): that ran in every simulated thread,
+    competing for the GIL with the busy-polling BlockManager, and cost ~9% of a plain launch.
+    A waiting lane notices an exit at its next poll (POLL_SECONDS)."""
+    return thread._started.is_set() and not thread.is_alive()
 
 
 def _wrap_syncthreads(original):
@@ -713,8 +717,8 @@ def _wrap_syncthreads(original):
         self._warp_barriers += 1
         self._warp_in_barrier = True
         try:
-            block = getattr(self._manager, _BLOCK_ATTR, None)
-            if block is not None:
+            block = self._manager.__dict__.get(_BLOCK_ATTR)
+            if block is not None and block.warps:
                 block.lane_stopped(self)
             original(self)
         finally:
@@ -736,18 +740,18 @@ def install() -> None:
     from numba.cuda.simulator.kernel import BlockManager, BlockThread
     from numba.cuda.simulator.kernelapi import FakeCUDAModule
 
-    for cls, names in ((BlockThread, ("_warp_exited", "_warp_barriers", "_warp_in_barrier", "run",
+    for cls, names in ((BlockThread, ("_warp_exited", "_warp_barriers", "_warp_in_barrier", "__init__",
                                       "syncthreads")),
                        (BlockManager, ("__init__",)),
                        (FakeCUDAModule, (*KERNEL_API, "popc"))):
         for name in names:
             _save(cls, name)
     # Class-level defaults: what a thread that never exited or synced reads.
-    BlockThread._warp_exited = False
+    BlockThread._warp_exited = property(_thread_exited)
     BlockThread._warp_barriers = 0
     BlockThread._warp_in_barrier = False
     _patch(BlockManager, "__init__", _wrap_manager_init)
-    _patch(BlockThread, "run", _wrap_thread_run)
+    _patch(BlockThread, "__init__", _wrap_thread_init)
     _patch(BlockThread, "syncthreads", _wrap_syncthreads)
     for name, fn in KERNEL_API.items():
         setattr(FakeCUDAModule, name, staticmethod(fn))
