@@ -105,10 +105,26 @@ def cmd_run(args) -> int:
             roof = _ceilings_for_plots(ceiling_table)
             provenance = results.provenance(measurement_meta(module.NAME, live=True))
         _print_table(_summary(table), f"{module.TITLE} ({provenance})")
-        for name, figure in module.figures(table, roof, provenance).items():
+        figures = module.figures(table, roof, provenance)
+        if not SIMULATED:
+            figures.update(_reference_figures(module))
+        for name, figure in figures.items():
             path = plots.save(figure, out / module.NAME / f"{name}.png")
             print(f"figure: {path}")
     return 0 if ok else 1
+
+
+def _reference_figures(module) -> dict:
+    """Beside a live run, the same figures from the reference recording (when there is one)."""
+    from . import results
+
+    try:
+        recording = results.read_recording(module.NAME)
+        roof = _ceilings_for_plots()
+    except results.MissingRecordingError:
+        return {}
+    figures = module.figures(recording.table, roof, results.provenance(recording.meta))
+    return {f"{name}_reference_{recording.gpu}": figure for name, figure in figures.items()}
 
 
 def _require_gpu(command: str) -> None:
