@@ -51,3 +51,23 @@ def require_contiguous(array, name: str) -> None:
     contiguous = flags["C_CONTIGUOUS"] if flags is not None else array.is_c_contiguous()
     if not contiguous:
         raise InputError(f"{name} must be C-contiguous (use numpy.ascontiguousarray)")
+
+
+def require_int(value, name: str, minimum: int | None = None, maximum: int | None = None) -> int:
+    """An integer argument (NumPy integers too) within [minimum, maximum]."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise InputError(f"{name} must be an integer, got {type(value).__name__}")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise InputError(f"{name} must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise InputError(f"{name} must be <= {maximum}, got {value}")
+    return value
+
+
+def require_block(block: int, largest: int = 1024) -> int:
+    """A 1-D block: a whole number of warps, 32..largest threads."""
+    block = require_int(block, "block", 32, largest)
+    if block % 32:
+        raise InputError(f"block must be a multiple of 32 (whole warps), got {block}")
+    return block

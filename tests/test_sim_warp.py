@@ -38,6 +38,7 @@ from gpu_lessons.sim.warp import (  # noqa: E402
     shfl_c_operand,
     shfl_source_lane,
 )
+from gpu_lessons.sim.warp_cases import masked_shuffles  # noqa: E402
 
 FULL = 0xFFFFFFFF
 MODES = ("idx", "up", "down", "bfly")
@@ -147,19 +148,6 @@ def random_values(rng, dtype, count):
 
 
 @cuda.jit
-def shuffle_kernel(values, b, masks, out):
-    t = cuda.threadIdx.x + cuda.blockDim.x * (cuda.threadIdx.y + cuda.blockDim.y * cuda.threadIdx.z)
-    g = cuda.blockIdx.x * cuda.blockDim.x * cuda.blockDim.y * cuda.blockDim.z + t
-    m = masks[cuda.blockIdx.x, t // 32]
-    if (m >> (t % 32)) & 1:
-        v = values[g]
-        out[0, g] = cuda.shfl_sync(m, v, b[0, g])
-        out[1, g] = cuda.shfl_up_sync(m, v, b[1, g])
-        out[2, g] = cuda.shfl_down_sync(m, v, b[2, g])
-        out[3, g] = cuda.shfl_xor_sync(m, v, b[3, g])
-
-
-@cuda.jit
 def vote_kernel(predicates, masks, out):
     t = cuda.threadIdx.x + cuda.blockDim.x * (cuda.threadIdx.y + cuda.blockDim.y * cuda.threadIdx.z)
     g = cuda.blockIdx.x * cuda.blockDim.x * cuda.blockDim.y * cuda.blockDim.z + t
@@ -243,7 +231,7 @@ def test_shuffles_match_ptx(block, dtype, style, b_range):
     out = np.full((4, n), SENTINEL, dtype=dtype)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UndefinedShuffleWarning)
-        shuffle_kernel[grid, block](values, b, masks, out)
+        masked_shuffles[grid, block](values, b, masks, out)
     np.testing.assert_array_equal(out, expected)
     undefined_warnings = [w for w in caught if issubclass(w.category, UndefinedShuffleWarning)]
     assert len(undefined_warnings) == (1 if undefined else 0)

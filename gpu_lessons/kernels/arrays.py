@@ -24,30 +24,6 @@ def to_device(array, name: str):
     raise InputError(f"{name} must be a NumPy or CUDA device array, got {type(array).__name__}")
 
 
-def device_empty(shape, dtype=np.float32):
-    return cuda.device_array(shape, dtype)
-
-
 def returned(device_out, host_inputs: bool):
     """Hand the result back the way the inputs came: a NumPy array for NumPy inputs."""
     return device_out.copy_to_host() if host_inputs else device_out
-
-
-def require_int(value, name: str, minimum: int | None = None, maximum: int | None = None) -> int:
-    """An integer argument (NumPy integers too) within [minimum, maximum]."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise InputError(f"{name} must be an integer, got {type(value).__name__}")
-    value = int(value)
-    if minimum is not None and value < minimum:
-        raise InputError(f"{name} must be >= {minimum}, got {value}")
-    if maximum is not None and value > maximum:
-        raise InputError(f"{name} must be <= {maximum}, got {value}")
-    return value
-
-
-def require_block(block: int, largest: int = 1024) -> int:
-    """A 1-D block: a whole number of warps, 32..largest threads."""
-    block = require_int(block, "block", 32, largest)
-    if block % 32:
-        raise InputError(f"block must be a multiple of 32 (whole warps), got {block}")
-    return block

@@ -20,8 +20,8 @@ import numba
 import numpy as np
 from numba import cuda
 
-from ..checks import InputError, require_array
-from .arrays import is_device_array, require_block, require_int, returned, to_device
+from ..checks import InputError, require_array, require_block, require_int
+from .arrays import is_device_array, returned, to_device
 from .launch import THREADS_PER_BLOCK, blocks_to_cover
 
 # Static shared memory is limited to 48 KiB a block: 33 words x 256 threads = 33 KiB lets a

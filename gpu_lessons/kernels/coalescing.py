@@ -19,8 +19,8 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda
 
-from ..checks import InputError, require_array
-from .arrays import is_device_array, require_block, require_int, returned, to_device
+from ..checks import InputError, require_array, require_block, require_int
+from .arrays import is_device_array, returned, to_device
 from .launch import THREADS_PER_BLOCK, blocks_to_cover
 
 
@@ -84,27 +84,23 @@ def strided_copy(x, stride: int, block: int = THREADS_PER_BLOCK):
     return returned(d_out, not is_device_array(x))
 
 
-def read_field_aos(aos, field: int, block: int = THREADS_PER_BLOCK):
-    """Field ``field`` of every record in an array of structures, shape (n, fields)."""
-    require_array(aos, "aos", dtype=np.float32, ndim=2)
-    n, fields = aos.shape
+def _read_field(kernel, array, name: str, field: int, records_axis: int, block: int):
+    require_array(array, name, dtype=np.float32, ndim=2)
+    n, fields = array.shape[records_axis], array.shape[1 - records_axis]
     if n < 1 or fields < 1:
-        raise InputError(f"aos must hold at least one record of one field, got shape {tuple(aos.shape)}")
+        raise InputError(f"{name} must hold at least one record of one field, got shape {tuple(array.shape)}")
     field = require_int(field, "field", 0, fields - 1)
     block = require_block(block)
     d_out = cuda.device_array(n, np.float32)
-    _launch_1d(aos_field_kernel, n, block, to_device(aos, "aos"), d_out, field)
-    return returned(d_out, not is_device_array(aos))
+    _launch_1d(kernel, n, block, to_device(array, name), d_out, field)
+    return returned(d_out, not is_device_array(array))
+
+
+def read_field_aos(aos, field: int, block: int = THREADS_PER_BLOCK):
+    """Field ``field`` of every record in an array of structures, shape (n, fields)."""
+    return _read_field(aos_field_kernel, aos, "aos", field, records_axis=0, block=block)
 
 
 def read_field_soa(soa, field: int, block: int = THREADS_PER_BLOCK):
     """Field ``field`` of every record in a structure of arrays, shape (fields, n)."""
-    require_array(soa, "soa", dtype=np.float32, ndim=2)
-    fields, n = soa.shape
-    if n < 1 or fields < 1:
-        raise InputError(f"soa must hold at least one record of one field, got shape {tuple(soa.shape)}")
-    field = require_int(field, "field", 0, fields - 1)
-    block = require_block(block)
-    d_out = cuda.device_array(n, np.float32)
-    _launch_1d(soa_field_kernel, n, block, to_device(soa, "soa"), d_out, field)
-    return returned(d_out, not is_device_array(soa))
+    return _read_field(soa_field_kernel, soa, "soa", field, records_axis=1, block=block)
