@@ -42,6 +42,7 @@ from . import recorder
 from .instruction_table import instruction_table
 from .recorder import GLOBAL, FakeCUDAArray, Recorder, TraceError, root_of
 from .trace_result import METRICS, MemoryTrace
+from .warp_request import accesses_frame, sites_frame
 
 __all__ = ["METRICS", "MemoryTrace", "TraceError", "is_tracing", "note_vector_access",
            "register_python_twin", "trace"]
@@ -232,5 +233,8 @@ def trace(kernel, grid, block, *args, dynamic_shared_bytes: int = 0) -> MemoryTr
         simulated[grid3, block3, 0, dynamic_shared_bytes](*arguments.values)
     arguments.write_back()
     name = simulated.py_func.__name__
-    table = instruction_table(rec.counted_accesses(), rec.roots, rec.instructions, name)
-    return MemoryTrace(name, grid3, block3, table)
+    data = rec.counted_accesses()
+    table = instruction_table(data, rec.roots, rec.instructions, name)
+    accesses = accesses_frame(data)
+    sites = sites_frame(rec.instructions, rec.roots, accesses)
+    return MemoryTrace(name, grid3, block3, table, accesses=accesses, sites=sites)

@@ -80,6 +80,8 @@ class MemoryTrace:
     block: tuple
     by_instruction: pd.DataFrame
     totals: dict = field(default_factory=dict)
+    accesses: pd.DataFrame | None = field(default=None, repr=False)  # one row per thread access
+    sites: pd.DataFrame | None = field(default=None, repr=False)  # instruction ids -> source
 
     def __post_init__(self):
         if not self.totals:
@@ -93,6 +95,18 @@ class MemoryTrace:
     def summary(self) -> pd.DataFrame:
         table = group_counts(self.by_instruction, SUMMARY_KEYS)
         return table.sort_values(SUMMARY_KEYS, ignore_index=True)
+
+    def request(self, source: str | None = None, array: str | None = None, op: str | None = None,
+                warp: int = 0, k: int = 0) -> pd.DataFrame:
+        """One warp's request, a row per lane: address, sector and line (global) or word and
+        bank (shared). Pick the instruction by a piece of its ``source`` text (``"x[i * stride]"``),
+        its ``array`` name and/or ``op`` ('ld'/'st'); ``k`` is which execution of it by ``warp``.
+        The request's sectors or wavefronts and bank conflicts are in the table's ``attrs``."""
+        from .warp_request import select_request
+
+        if self.accesses is None or self.sites is None:
+            raise ValueError("this MemoryTrace was built without its accesses (use trace())")
+        return select_request(self.accesses, self.sites, self.kernel, source, array, op, warp, k)
 
     def __getitem__(self, metric: str) -> int:
         return self.totals[metric]
