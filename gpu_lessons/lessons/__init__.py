@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import ceilings, roofline
+from . import bank_conflicts, ceilings, roofline
 
-LESSONS: dict[str, ModuleType] = {roofline.NAME: roofline}
+LESSONS: dict[str, ModuleType] = {roofline.NAME: roofline, bank_conflicts.NAME: bank_conflicts}
 EXPERIMENTS: dict[str, ModuleType] = {ceilings.NAME: ceilings, **LESSONS}
 
 

@@ -1,0 +1,336 @@
+"""Lesson 4: shared-memory bank conflicts, padding and swizzling; the transpose as the case study.
+
+The experiment: a microbenchmark reading shared memory at word strides 1..33 and a broadcast (time
+per warp request against the wavefronts it needs), then the transpose, step by step (our copy as
+the ceiling; naive; 32x32 tile; padded 32x33; XOR-swizzled; 64x64 tiles with 16-byte accesses,
+unswizzled and swizzled), at several shapes including non-square and non-multiple-of-32 ones,
+beside ``cupy.copyto`` and what a CuPy user writes, ``cupy.ascontiguousarray(a.T)``.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import numpy as np
+import pandas as pd
+
+from ..kernels import bank_conflicts as k
+from ..scoreboard import Comparison
+from .common import check_row, progress, timed_row
+
+NAME = "bank_conflicts"
+TITLE = "Shared-memory bank conflicts, padding and swizzling"
+NOTEBOOK = "04_bank_conflicts_padding.ipynb"
+SUMMARY = "cost of a conflict per wavefront; the transpose: 32x32, padded, swizzled, 64x64 float4 tiles"
+
+# Microbenchmark: strides in words; 0 is a broadcast (every lane reads the same word).
+READ_STRIDES = [0, 1, 2, 4, 8, 16, 32, 33]
+READ_BLOCK = 256
+READ_BLOCKS_PER_SM = 8  # 8 x 16 KiB of shared memory, 64 warps: a full SM
+READ_REPS = 256  # trips of 16 loads per thread: ~0.13 ms at 1 wavefront per request, ~4 ms at 32
+
+SQUARE = (8192, 8192)  # the scoreboard's matrix: 256 MiB in, 256 MiB out
+SHAPES = [SQUARE, (16384, 2048), (5000, 7000), (4099, 8191)]  # non-square; not multiples of 32; odd
+TRANSPOSE_VARIANTS = list(k.TRANSPOSES)
+COPY = "copy"  # our float4 copy of the same bytes: the ceiling a transpose can reach
+CUPY_COPY = "cupy copyto"
+CUPY_TRANSPOSE = "cupy ascontiguousarray(a.T)"
+
+COMPARISONS = [
+    Comparison(title="transpose 8192x8192 vs device copy", lesson=NAME, metric="gbps",
+               ours=TRANSPOSE_VARIANTS, reference=CUPY_COPY, size=SQUARE[0] * SQUARE[1], param=SQUARE[0]),
+    Comparison(title="transpose 8192x8192 vs cupy a.T copy", lesson=NAME, metric="gbps",
+               ours=TRANSPOSE_VARIANTS, reference=CUPY_TRANSPOSE, size=SQUARE[0] * SQUARE[1],
+               param=SQUARE[0]),
+]
+
+
+# ------------------------------------------------------------------ counting, for the narrative
+
+
+def conflict_degree(stride: int) -> int:
+    """Wavefronts of one 32-lane request of 4-byte words at word ``stride`` (0: a broadcast)."""
+    return 1 if stride == 0 else math.gcd(stride, 32)
+
+
+def traced_read_requests(strides=READ_STRIDES) -> pd.DataFrame:
+    """The tracer's wavefronts and conflicts per request of the microbenchmark's loads, per stride."""
+    from ..sim.trace import trace
+
+    rows = []
+    for stride in strides:
+        out = np.zeros(32, np.float32)
+        counts = trace(k.shared_read_kernel, 1, 32, out, stride, 1)
+        request = counts.request(source="buffer[slot + u32(32 * j)]", array="buffer", op="ld")
+        rows.append({"stride": stride, "wavefronts": request.attrs["wavefronts"],
+                     "bank_conflicts": request.attrs["bank_conflicts"],
+                     "distinct_banks": int(request["bank"].nunique()),
+                     "distinct_words": int(request["word"].nunique())})
+    return pd.DataFrame(rows)
+
+
+TRACE_SHAPE = (64, 128)  # two 64x64 tiles, eight 32x32 tiles: a few seconds on the simulator
+
+
+def traced_transposes(shape=TRACE_SHAPE, variants=None) -> pd.DataFrame:
+    """Per transpose: shared requests, wavefronts and bank conflicts (ld and st), from the tracer."""
+    from ..sim.trace import trace
+
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal(shape, dtype=np.float32)
+    rows = []
+    for variant in variants or TRANSPOSE_VARIANTS:
+        out = np.zeros(shape[::-1], np.float32)
+        counts = _trace_transpose(trace, variant, a, out)
+        if not np.array_equal(out, a.T):
+            raise AssertionError(f"{variant}: traced run did not transpose")
+        t = counts.totals
+        row = {"variant": variant}
+        for op in ("ld", "st"):
+            row[f"shared_{op}_requests"] = t[f"smsp__inst_executed_op_shared_{op}.sum"]
+            row[f"shared_{op}_wavefronts"] = t[f"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{op}.sum"]
+            row[f"shared_{op}_conflicts"] = t[f"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{op}.sum"]
+        row["global_sectors"] = (t["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"]
+                                 + t["l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"])
+        row["ideal_sectors"] = 2 * a.nbytes // 32
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _trace_transpose(trace, variant, a, out):
+    rows, cols = a.shape
+    if variant == "naive":
+        return trace(k.transpose_naive_kernel, k.transpose_grid(a.shape, k.TRANSPOSE_BLOCK),
+                     k.TRANSPOSE_BLOCK, a, out)
+    if variant.startswith("tile32"):
+        kernel = {"tile32": k.transpose_tiled_kernel, "tile32_padded": k.transpose_padded_kernel,
+                  "tile32_swizzled": k.transpose_swizzled_kernel}[variant]
+        return trace(kernel, k.tiled_transpose_grid(a.shape), k.TRANSPOSE_BLOCK, a, out)
+    kernel = k.transpose_tile64_swizzled_kernel if variant.endswith("swizzled") else k.transpose_tile64_kernel
+    vector = int(rows % 4 == 0 and cols % 4 == 0)
+    return trace(kernel, k.tile64_grid(a.shape), k.TILE64_THREADS, a.reshape(-1), out.reshape(-1),
+                 rows, cols, vector)
+
+
+SHARED_BYTES = {  # static shared memory per block, as declared (the GPU's resource report agrees)
+    "tile32": 32 * 32 * 4, "tile32_padded": 32 * 33 * 4, "tile32_swizzled": 32 * 32 * 4,
+    "tile64_vec4": 64 * 64 * 4, "tile64_vec4_swizzled": 64 * 64 * 4, "naive": 0,
+}
+
+
+# Launches profiled by Nsight Compute on the GPU (benchmarks/bank_conflicts_gpu.py) and traced by
+# the tests: the same kernels, grids and inputs, so the two sets of counts must agree exactly.
+NCU_SHAPES = [TRACE_SHAPE, (45, 70)]
+
+
+def ncu_cases() -> list[dict]:
+    """name, kernel, grid, block, args (host arrays; the last array is the output)."""
+    rng = np.random.default_rng(0)
+    cases = []
+    for stride in READ_STRIDES:
+        expected = k.shared_read_reference(np.arange(READ_BLOCK) % 32, stride, 1)
+        cases.append({"name": f"shared_read/stride={stride}", "kernel": k.shared_read_kernel, "grid": (1,),
+                      "block": (READ_BLOCK,), "args": (np.zeros(READ_BLOCK, np.float32), stride, 1),
+                      "expected": expected})
+    for stride in (1, 2):
+        x = rng.standard_normal(32)
+        cases.append({"name": f"shared_stride64/stride={stride}", "kernel": k.shared_stride64_kernel,
+                      "grid": (1,), "block": (32,), "args": (x, np.zeros(32), stride), "expected": x})
+    for shape in NCU_SHAPES:
+        rows, cols = shape
+        a = rng.standard_normal(shape, dtype=np.float32)
+        out = np.zeros((cols, rows), np.float32)
+        for variant in TRANSPOSE_VARIANTS:
+            name = f"{variant}/{rows}x{cols}"
+            if variant == "naive":
+                case = (k.transpose_naive_kernel, k.transpose_grid(shape, k.TRANSPOSE_BLOCK),
+                        k.TRANSPOSE_BLOCK, (a, out))
+            elif variant.startswith("tile32"):
+                kernel = {"tile32": k.transpose_tiled_kernel, "tile32_padded": k.transpose_padded_kernel,
+                          "tile32_swizzled": k.transpose_swizzled_kernel}[variant]
+                case = (kernel, k.tiled_transpose_grid(shape), k.TRANSPOSE_BLOCK, (a, out))
+            else:
+                kernel = (k.transpose_tile64_swizzled_kernel if variant.endswith("swizzled")
+                          else k.transpose_tile64_kernel)
+                vector = int(rows % 4 == 0 and cols % 4 == 0)
+                case = (kernel, k.tile64_grid(shape), (k.TILE64_THREADS,),
+                        (a.reshape(-1), out.reshape(-1), rows, cols, vector))
+            kernel, grid, block, args = case
+            cases.append({"name": name, "kernel": kernel, "grid": tuple(grid), "block": tuple(block),
+                          "args": args, "expected": a.T})
+    return cases
+
+
+# ----------------------------------------------------------------------------- experiment
+
+
+def measure(show_progress: bool = True) -> pd.DataFrame:
+    """Run the microbenchmark and the transposes on the GPU; returns the tidy table (checked)."""
+    from ..results import make_table
+
+    rows = _read_rows()
+    shapes = progress(SHAPES, NAME) if show_progress else SHAPES
+    for shape in shapes:
+        rows.extend(_transpose_rows(shape))
+    return make_table(rows)
+
+
+def _read_rows() -> list[dict]:
+    from numba import cuda
+
+    from ..device import device_info
+    from ..kernels.util import poison
+
+    blocks = device_info().sms * READ_BLOCKS_PER_SM
+    threads = blocks * READ_BLOCK
+    requests = threads // 32 * READ_REPS * k.READ_UNROLL
+    out = cuda.device_array(threads, np.float32)
+    lanes = np.arange(threads) % 32
+    rows = []
+    for stride in READ_STRIDES:
+        poison(out)
+        rows.append(timed_row(NAME, "shared_read", lambda _, s=stride: k.shared_read_launch(
+            out, s, READ_REPS, blocks, READ_BLOCK), size=requests, param=stride,
+            bytes_moved=128 * requests, flops=0))
+        if not np.array_equal(out.copy_to_host(), k.shared_read_reference(lanes, stride, READ_REPS)):
+            raise AssertionError(f"shared_read stride {stride}: sums differ from NumPy")
+    return rows
+
+
+def _transpose_rows(shape) -> list[dict]:
+    from numba import cuda
+
+    from ..kernels import roofline
+    from ..kernels.util import poison
+
+    rows_n, cols_n = shape
+    n = rows_n * cols_n
+    rng = np.random.default_rng(2026 + n)
+    a_host = rng.random(shape, dtype=np.float32) - np.float32(0.5)  # random, never zeros
+    expected = np.ascontiguousarray(a_host.T)
+    a = cuda.to_device(a_host)
+    out = cuda.device_array((cols_n, rows_n), np.float32)
+    common = {"size": n, "param": rows_n, "bytes_moved": 8 * n, "flops": 0}
+    table = []
+
+    poison(out)
+    flat_a, flat_out = a.reshape(n), out.reshape(n)
+    table.append(timed_row(NAME, COPY, lambda _: roofline.copy_launch("copy_vec4", flat_a, flat_out),
+                           **common))
+    if not np.array_equal(flat_out.copy_to_host(), a_host.reshape(n)):
+        raise AssertionError(f"copy {shape} did not copy exactly")
+    for variant in TRANSPOSE_VARIANTS:
+        poison(out)
+        table.append(timed_row(NAME, variant, lambda _, v=variant: k.transpose_launch(v, a, out), **common))
+        if not np.array_equal(out.copy_to_host(), expected):
+            raise AssertionError(f"{variant} {shape}: result differs from a.T")
+    table.extend(_cupy_rows(a_host, expected, common))
+    return table
+
+
+def _cupy_rows(a_host, expected, common) -> list[dict]:
+    try:
+        import cupy as cp
+    except ImportError:
+        return []
+    a = cp.asarray(a_host)
+    copied = cp.full_like(a, cp.nan)
+    rows = [timed_row(NAME, CUPY_COPY, lambda _: cp.copyto(copied, a), provider="cupy", **common)]
+    if not bool(cp.array_equal(copied, a)):
+        raise AssertionError("cupy.copyto mismatch")
+    result = {}
+
+    def user_transpose(_):
+        result["out"] = cp.ascontiguousarray(a.T)  # what a CuPy user writes (allocates its output)
+
+    rows.append(timed_row(NAME, CUPY_TRANSPOSE, user_transpose, provider="cupy", **common))
+    if not np.array_equal(cp.asnumpy(result["out"]), expected):
+        raise AssertionError("cupy.ascontiguousarray(a.T) mismatch")
+    return rows
+
+
+# ------------------------------------------------------------------------------ tables
+
+
+def read_cost(table: pd.DataFrame, sms: int, sm_clock_mhz: float | None = None) -> pd.DataFrame:
+    """The microbenchmark per stride: ns (and SM clocks) per warp request per SM, beside wavefronts."""
+    reads = table[table["variant"] == "shared_read"].sort_values("param")
+    cost = pd.DataFrame({"stride": reads["param"].astype(int).to_numpy()})
+    cost["access"] = ["broadcast" if s == 0 else f"stride {s}" for s in cost["stride"]]
+    cost["wavefronts"] = [conflict_degree(s) for s in cost["stride"]]
+    cost["ns_per_request"] = (reads["median_ms"].to_numpy() * 1e6 * sms / reads["size"].to_numpy())
+    if sm_clock_mhz:
+        cost["clocks_per_request"] = cost["ns_per_request"] * sm_clock_mhz / 1e3
+    base = cost.loc[cost["stride"] == 1, "ns_per_request"]
+    if len(base):
+        cost["vs_stride_1"] = cost["ns_per_request"] / float(base.iloc[0])
+    return cost
+
+
+def transpose_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Per shape and variant: GB/s and the fraction of our copy and of cupy.copyto, same run."""
+    picked = table[table["variant"] != "shared_read"].copy()
+    picked["shape"] = [f"{int(p)}x{int(s // p)}"
+                       for s, p in zip(picked["size"], picked["param"], strict=True)]
+    out = []
+    for shape, rows in picked.groupby("shape", sort=False):
+        by = rows.set_index("variant")["gbps"]
+        for variant, gbps in by.items():
+            out.append({"shape": shape, "variant": variant, "gbps": gbps,
+                        "of_copy": gbps / by.get(COPY, np.nan),
+                        "of_cupy_copy": gbps / by.get(CUPY_COPY, np.nan),
+                        "vs_cupy_transpose": gbps / by.get(CUPY_TRANSPOSE, np.nan)})
+    return pd.DataFrame(out)
+
+
+def figures(table: pd.DataFrame, ceilings: dict, provenance: str) -> dict:
+    from .. import plots
+
+    square = table[(table["size"] == SQUARE[0] * SQUARE[1]) & (table["param"] == SQUARE[0])]
+    figs = {}
+    reference = square[square["variant"] == CUPY_COPY]
+    if len(reference):
+        figs["transpose_8192"] = plots.percent_of_ceiling(
+            square, ceiling=float(reference["gbps"].iloc[0]), metric="gbps",
+            ceiling_label="cupy.copyto, same run", provenance=provenance,
+            title="Transpose 8192x8192 float32: share of cupy.copyto")
+    return figs
+
+
+# -------------------------------------------------------------------------------- checks
+
+CHECK_SHAPES = [(45, 70), (33, 20)]  # not multiples of 32, one wider than tall, one taller
+TILE64_SHAPES = [(68, 100), (45, 70)]  # whole float4 rows, partial tiles; then the scalar path
+
+
+def check() -> pd.DataFrame:
+    """Every kernel of the lesson against NumPy, on random inputs of awkward sizes."""
+    rng = np.random.default_rng()
+    rows = []
+    for variant, transpose in k.TRANSPOSES.items():
+        shapes = TILE64_SHAPES if variant.startswith("tile64") else CHECK_SHAPES
+        for shape in shapes:
+            a = rng.standard_normal(shape, dtype=np.float32)
+            rows.append(check_row(f"{variant} {shape[0]}x{shape[1]}", np.array_equal(transpose(a), a.T),
+                                  "bit-exact against a.T"))
+    x = rng.standard_normal(300, dtype=np.float32)
+    for stride in (1, 33):
+        rows.append(check_row(f"shared_stride {stride}", np.array_equal(k.shared_stride(x, stride), x),
+                              "round trip through shared memory"))
+    x64 = rng.standard_normal(200)
+    rows.append(check_row("shared_stride64 2", np.array_equal(k.shared_stride64(x64, 2), x64),
+                          "float64 round trip"))
+    for stride in (0, 2, 33):
+        got = k.shared_read(stride, reps=2, blocks=1, block=64)
+        expected = k.shared_read_reference(np.arange(64) % 32, stride, 2)
+        rows.append(check_row(f"shared_read stride {stride}", np.array_equal(got, expected),
+                              "sums of the words read, against NumPy"))
+    return pd.DataFrame(rows)
+
+
+def load(live: bool | None = None, gpu: str | None = None):
+    """This lesson's table: measured now on a GPU, else the reference recording (see common.load)."""
+    from . import common
+
+    return common.load(sys.modules[__name__], live=live, gpu=gpu)
