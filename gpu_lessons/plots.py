@@ -459,7 +459,8 @@ def shared_memory_banks(request: pd.DataFrame, title: str | None = None, provena
         ax.add_patch(plt.Rectangle((bank - 0.45, y - 0.42), 0.9, 0.84, facecolor="white",
                                    edgecolor=colors[wave], linewidth=1.2, zorder=2))
         label = f"{word}" + ("*" if readers[word] > 1 else "")
-        ax.text(bank, y, label, ha="center", va="center", fontsize=5.5 if small or word > 99 else 6.5, zorder=3)
+        size = 5.5 if small or word > 99 else 6.5
+        ax.text(bank, y, label, ha="center", va="center", fontsize=size, zorder=3)
     first_words = layout.groupby("lane", sort=True).first().reset_index()
     for lane, bank, wave in first_words[["lane", "bank", "wavefront"]].itertuples(index=False):
         ax.plot([lane, bank], [top + 0.4, first_row + wave - 0.42], color=colors[wave], linewidth=0.8,
