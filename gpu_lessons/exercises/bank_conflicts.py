@@ -15,7 +15,7 @@ import numba
 import numpy as np
 from numba import cuda
 
-from ..kernels import bank_conflicts as k
+from ..kernels import bank_conflicts as kernels
 from ..sim import memory_model
 from . import guarded, report
 
@@ -74,7 +74,7 @@ def traced_conflicts(kernel, shape=EXERCISE_SHAPE):
 
     a = np.random.default_rng().standard_normal(shape, dtype=np.float32)
     out = np.full(shape[::-1], np.nan, np.float32)
-    counts = trace(kernel, k.tiled_transpose_grid(shape), k.TRANSPOSE_BLOCK, a, out)
+    counts = trace(kernel, kernels.tiled_transpose_grid(shape), kernels.TRANSPOSE_BLOCK, a, out)
     return np.array_equal(out, a.T), counts
 
 
