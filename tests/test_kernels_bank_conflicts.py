@@ -63,3 +63,83 @@ def test_transpose_keeps_device_arrays_on_the_device():
 def test_bad_inputs_are_named(call, message):
     with pytest.raises(InputError, match=message):
         call()
+
+
+# ---------------------------------------------------------------- lesson 4: every transpose, awkward shapes
+
+ALL = list(k.TRANSPOSES.items())
+AWKWARD = [(33, 20), (1, 1), (1, 97), (97, 1)]  # not multiples of 32 (or 64, or 4)
+WHOLE_FLOAT4_ROWS = [(68, 100), (4, 132), (132, 8)]  # 16-byte path in whole tiles, scalar at the edges
+
+
+@pytest.mark.parametrize("shape", AWKWARD)
+@pytest.mark.parametrize("name, transpose", ALL)
+def test_every_transpose_on_awkward_shapes(name, transpose, shape):
+    a = random(*shape)
+    assert np.array_equal(transpose(a), a.T), name
+
+
+@pytest.mark.parametrize("transpose", [k.transpose_swizzled, k.transpose_tile64, k.transpose_tile64_swizzled])
+def test_new_transposes_45_by_70(transpose):
+    a = random(45, 70)
+    assert np.array_equal(transpose(a), a.T)
+
+
+@pytest.mark.parametrize("shape", WHOLE_FLOAT4_ROWS)
+@pytest.mark.parametrize("transpose", [k.transpose_tile64, k.transpose_tile64_swizzled])
+def test_tile64_with_float4_rows_and_partial_tiles(transpose, shape):
+    a = random(*shape)
+    assert np.array_equal(transpose(a), a.T)
+
+
+def test_swizzled_tile_with_32_by_32_blocks():
+    a = random(40, 33)
+    assert np.array_equal(k.transpose_swizzled(a, block=(32, 32)), a.T)
+
+
+def test_tile64_takes_the_scalar_path_on_a_misaligned_view():
+    from numba import cuda
+
+    rows, cols = 64, 64
+    flat = cuda.to_device(random(rows * cols + 1))
+    view = flat[1:].reshape(rows, cols)  # contiguous, 4 bytes past a 16-byte boundary
+    assert k._vector_ok(view, cuda.device_array((cols, rows), np.float32)) == 0
+    out = k.transpose_tile64_swizzled(view)
+    assert np.array_equal(out.copy_to_host(), view.copy_to_host().T)
+
+
+def test_tile64_refuses_a_non_contiguous_matrix():
+    with pytest.raises(InputError, match="C-contiguous"):
+        k.transpose_tile64(random(40, 40)[:, ::2])
+
+
+@pytest.mark.parametrize("stride", [0, 1, 2, 32, 33, k.MAX_READ_STRIDE])
+def test_shared_read_sums_what_it_read(stride):
+    got = k.shared_read(stride, reps=3, blocks=2, block=64)
+    assert np.array_equal(got, k.shared_read_reference(np.arange(128) % 32, stride, 3))
+
+
+@pytest.mark.parametrize("stride", [1, 2, 33])
+def test_shared_stride64_round_trip(stride):
+    x = rng.standard_normal(200)
+    assert np.array_equal(k.shared_stride64(x, stride), x)
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: k.shared_read(k.MAX_READ_STRIDE + 1), f"<= {k.MAX_READ_STRIDE}"),
+        (lambda: k.shared_read(-1), ">= 0"),
+        (lambda: k.shared_read(1, reps=0), ">= 1"),
+        (lambda: k.shared_read(1, block=48), "multiple of 32"),
+        (lambda: k.shared_stride64(np.zeros(10, np.float32), 1), "dtype float64"),
+        (lambda: k.shared_stride64(np.zeros(10), 34, block=128), "float64 slots"),
+        (lambda: k.transpose_tile64(np.zeros((0, 4), np.float32)), "empty"),
+        (lambda: k.transpose_tile64_swizzled(np.zeros((4, 4), np.float64)), "dtype float32"),
+        (lambda: k.transpose_swizzled(np.zeros((3, 3), np.float32), block=(32, 6)), "dividing 32"),
+        (lambda: k.transpose_launch("tile16", None, None), "unknown transpose"),
+    ],
+)
+def test_lesson4_bad_inputs_are_named(call, message):
+    with pytest.raises(InputError if "unknown" not in message else ValueError, match=message):
+        call()
