@@ -513,6 +513,32 @@ def time_vs_wavefronts(cost: pd.DataFrame, provenance: str | None = None, ax: Ax
                    "time per warp request per SM (ns)", provenance, legend_loc="upper left")
 
 
+def grouped_fractions(summary: pd.DataFrame, value: str = "of_cupy_copy", group: str = "shape",
+                      reference_label: str = "cupy.copyto", provenance: str | None = None,
+                      ax: Axes | None = None, title: str | None = None) -> Figure:
+    """Bars per variant (colour) in each group (x), as a fraction of a same-run reference (= 1)."""
+    fig, ax = _new_axes(ax)
+    if ax is not None and len(fig.axes) == 1:
+        fig.set_size_inches(9.0, 4.6)
+    groups = list(dict.fromkeys(summary[group]))
+    variants = list(dict.fromkeys(summary["variant"]))
+    width = 0.8 / len(variants)
+    for i, variant in enumerate(variants):
+        rows = summary[summary["variant"] == variant].set_index(group).reindex(groups)
+        x = np.arange(len(groups)) - 0.4 + width * (i + 0.5)
+        ax.bar(x, rows[value], width=width * 0.92, color=PALETTE[i % len(PALETTE)] if i < len(PALETTE)
+               else STYLE["reference_bar_color"], label=variant,
+               hatch="//" if variant.startswith("cupy") else None, edgecolor="white", linewidth=0.3)
+    ax.axhline(1.0, color=STYLE["ceiling_color"], linestyle="-.", linewidth=1.1)
+    ax.set_xticks(np.arange(len(groups)), groups)
+    ax.set_ylim(0, max(1.15, float(summary[value].max()) * 1.1))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.0%}"))
+    ax.legend(fontsize=STYLE["legend_size"] - 1, frameon=False, ncols=3, loc="upper center",
+              bbox_to_anchor=(0.5, -0.12))
+    return _finish(fig, ax, title or f"Share of {reference_label} bandwidth, same run", "",
+                   f"bandwidth / {reference_label}", provenance)
+
+
 # ---------------------------------------------------------------------------------------------
 # Saving
 

@@ -295,7 +295,69 @@ def figures(table: pd.DataFrame, ceilings: dict, provenance: str) -> dict:
             square, ceiling=float(reference["gbps"].iloc[0]), metric="gbps",
             ceiling_label="cupy.copyto, same run", provenance=provenance,
             title="Transpose 8192x8192 float32: share of cupy.copyto")
+        summary = transpose_summary(table)
+        figs["transpose_shapes"] = plots.grouped_fractions(
+            summary[summary["variant"] != CUPY_COPY], provenance=provenance,
+            title="Transposes at four shapes: share of cupy.copyto, same run")
+    reads = table[table["variant"] == "shared_read"]
+    if len(reads):
+        cost = read_cost(table, _sms(provenance))
+        figs["read_cost"] = plots.time_vs_wavefronts(cost, provenance=provenance)
     return figs
+
+
+def _sms(provenance: str) -> int:
+    """SMs of the recorded GPU, from its provenance line ('..., 132 SMs, ...'); the H200's otherwise."""
+    import re
+
+    match = re.search(r"(\d+) SMs", provenance or "")
+    return int(match.group(1)) if match else 132
+
+
+
+# ------------------------------------------------- recorded on the GPU: ncu counters, resources, SASS
+
+GPU_EXTRAS = "bank_conflicts_gpu.json"  # written by benchmarks/bank_conflicts_gpu.py record
+
+
+def gpu_extras(gpu: str | None = None, root=None) -> dict:
+    """The recorded ncu counters, resources and SASS summaries, with a ``provenance`` line."""
+    import json
+
+    from .. import results
+
+    folder = results.data_root(root) / (gpu or results.DEFAULT_GPU)
+    path = folder / GPU_EXTRAS
+    if not path.exists():
+        raise results.MissingRecordingError(f"{results.shown_path(path)}: not recorded (run "
+                                            "benchmarks/bank_conflicts_gpu.py record on a GPU)")
+    payload = json.loads(path.read_text())
+    info = payload["provenance"]
+    meta = {**info["device"], "gpu": info["device"].get("name"), "date": info["date_utc"]}
+    payload["provenance_line"] = f"{results.provenance(meta)}, {info.get('ncu', 'ncu')}"
+    return payload
+
+
+def ncu_table(extras: dict, cases: str | None = None) -> pd.DataFrame:
+    """Recorded ncu counters, one row per case (optionally those whose name starts with ``cases``)."""
+    rows = pd.DataFrame(extras["ncu"])
+    if cases:
+        rows = rows[rows["case"].str.startswith(cases)]
+    table = rows.pivot_table(index="case", columns="metric", values="value", aggfunc="first", sort=False)
+    short = {m: m.replace("l1tex__data_pipe_lsu_", "").replace("l1tex__data_", "").replace("l1tex__t_", "")
+             .replace("smsp__inst_executed_op_", "inst_").replace("_pipe_lsu", "").replace(".sum", "")
+             for m in table.columns}
+    return table.rename(columns=short).reset_index()
+
+
+def resources_table(extras: dict) -> pd.DataFrame:
+    """Per kernel: registers, static shared memory, local memory (recorded) and the memory opcodes."""
+    rows = []
+    for function, res in extras["resources"].items():
+        opcodes = extras.get("sass", {}).get(function, {}).get("opcodes", {})
+        rows.append({"kernel": function, **res,
+                     "sass_memory_opcodes": ", ".join(f"{op} x{n}" for op, n in opcodes.items())})
+    return pd.DataFrame(rows)
 
 
 # -------------------------------------------------------------------------------- checks
