@@ -108,7 +108,7 @@ else:
 
     def _shared_float4_pointer(context, builder, array_type, array, index):
         generic = _float4_pointer(context, builder, array_type, array, index)
-        return builder.addrspacecast(generic, ir.PointerType(_FLOAT4, _SHARED))
+        return builder.addrspacecast(generic, _FLOAT4.as_pointer(_SHARED))
 
     @intrinsic
     def load4_shared(typingctx, array, i):
