@@ -65,7 +65,6 @@ def sass_summary(sass: str) -> dict:
     lines = []
     counts: Counter = Counter()
     for line in sass.splitlines():
-        text = line.split("/*")[1] if line.strip().startswith("/*") and "*/" in line else line
         text = re.sub(r"/\*.*?\*/", "", line).strip().rstrip(";").strip()
         match = OPCODES.search(text)
         if match and not text.startswith("."):
@@ -171,12 +170,39 @@ def record(out: Path, ncu: str) -> int:
     return 0
 
 
+def record_dry(out: Path) -> int:
+    """No GPU: the tracer's counts in place of ncu's (for trying the lesson's readers); marked as such."""
+    os.environ["GPU_LESSONS_MODE"] = "sim"
+    from gpu_lessons.device import device_info
+    from gpu_lessons.lessons import bank_conflicts as lesson
+    from gpu_lessons.sim.trace import trace
+
+    rows, resources = [], {}
+    for case in lesson.ncu_cases():
+        totals = trace(case["kernel"], case["grid"], case["block"], *case["args"]).totals
+        function = case["kernel"].py_func.__name__
+        for metric in COUNTERS:
+            rows.append({"case": case["name"], "kernel": function, "grid": _dims(case["grid"]),
+                         "block": _dims(case["block"]), "metric": metric, "value": totals[metric]})
+        resources[function] = {"registers_per_thread": None, "shared_bytes_per_block": None,
+                               "local_bytes_per_thread": None}
+    provenance = {"source": "dry-run: the simulator's tracer, no ncu", "date_utc": datetime.datetime.now(
+        datetime.timezone.utc).isoformat(timespec="seconds"), "ncu": "no ncu (dry run)",
+        "device": device_info().as_dict(), "metrics": COUNTERS, "wrong_results": []}
+    out.mkdir(parents=True, exist_ok=True)
+    payload = {"provenance": provenance, "ncu": rows, "resources": resources, "sass": {}}
+    (out / OUTPUT).write_text(json.dumps(payload, indent=1) + "\n")
+    print(f"wrote {out / OUTPUT} (dry run)", file=sys.stderr)
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     rec = commands.add_parser("record")
     rec.add_argument("--out", type=Path, required=True)
     rec.add_argument("--ncu", default="ncu")
+    rec.add_argument("--dry-run", action="store_true", help="no GPU: the tracer's counts, marked as such")
     run = commands.add_parser("launch")
     run.add_argument("--manifest", type=Path, required=True)
     options = parser.parse_args(argv)
@@ -184,6 +210,8 @@ def main(argv=None) -> int:
         sys.path.insert(0, str(REPO))
     if options.command == "launch":
         return launch(options.manifest)
+    if options.dry_run:
+        return record_dry(options.out)
     return record(options.out, options.ncu)
 
 

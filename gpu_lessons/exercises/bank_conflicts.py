@@ -95,7 +95,8 @@ def check_conflict_free_transpose(kernel) -> object:
             worst = shared.sort_values("bank_conflicts", ascending=False).iloc[0]
             per_request = worst["wavefronts"] / worst["instructions"]
             return report(name, False, f"{loads} load and {stores} store bank conflicts; worst: "
-                          f"`{worst['source']}` ({worst['op']}, {per_request:.0f} wavefronts per request)")
+                          f"`{worst['source']}` ({worst['op']}, {per_request:.1f} wavefronts per request "
+                          "on average)")
         return report(name, True, f"a.T exactly, and 0 bank conflicts in "
                       f"{counts['smsp__inst_executed_op_shared_ld.sum']} shared loads and "
                       f"{counts['smsp__inst_executed_op_shared_st.sum']} stores")
