@@ -38,12 +38,10 @@ COUNTERS = [
     *(f"smsp__inst_executed_op_global_{op}.sum" for op in ("ld", "st")),
     *(f"l1tex__t_sectors_pipe_lsu_mem_global_op_{op}.sum" for op in ("ld", "st")),
 ]
-OCCUPANCY = [
-    "launch__registers_per_thread", "launch__shared_mem_per_block_static",
-    "launch__occupancy_limit_registers", "launch__occupancy_limit_shared_mem",
-    "launch__occupancy_limit_warps", "launch__occupancy_limit_blocks",
-    "sm__maximum_warps_per_active_cycle_pct",
-]
+# Collected through ncu's LaunchStats and Occupancy sections (they are not --query-metrics names);
+# kept from the raw page when present.
+SECTIONS = ["LaunchStats", "Occupancy"]
+OCCUPANCY_PREFIXES = ("launch__", "sm__maximum_warps_per_active_cycle_pct")
 OPCODES = re.compile(r"\b(LDS|STS|LDG|STG|LD|ST|BAR)(\.[A-Z0-9.]+)?\b")
 
 
@@ -120,22 +118,6 @@ def launch(manifest: Path) -> int:
     return 0
 
 
-def available_metrics(ncu: str, wanted: list[str]) -> list[str]:
-    """The metrics of ``wanted`` this ncu lists for Hopper (an unknown one fails the whole run)."""
-    try:
-        result = subprocess.run([ncu, "--query-metrics", "--chip", "gh100"], capture_output=True,
-                                text=True, timeout=60)
-        known = {line.split()[0] for line in result.stdout.splitlines() if line.strip()}
-    except (OSError, subprocess.SubprocessError) as error:
-        print(f"ncu --query-metrics failed ({error}): no occupancy metrics", file=sys.stderr)
-        return []
-    present = [m for m in wanted if m.split(".")[0] in known]
-    missing = [m for m in wanted if m not in present]
-    if missing:
-        print(f"ncu does not list {missing} (of {len(known)} metrics)", file=sys.stderr)
-    return present
-
-
 def record(out: Path, ncu: str) -> int:
     nc = _ncu_counters()
     ncu_path = shutil.which(ncu)
@@ -143,21 +125,36 @@ def record(out: Path, ncu: str) -> int:
         print(f"{ncu!r} is not on the PATH", file=sys.stderr)
         return 1
     out.mkdir(parents=True, exist_ok=True)
-    metrics = COUNTERS + available_metrics(ncu_path, OCCUPANCY)
+    metrics = COUNTERS
     manifest = out / "launches.json"
-    command = [ncu_path, "--target-processes", "all", "--clock-control", "none", "--csv", "--page", "raw",
-               "--print-units", "base", "--print-kernel-base", "mangled", "--metrics", ",".join(metrics),
-               sys.executable, str(Path(__file__).resolve()), "launch", "--manifest", str(manifest)]
-    result = subprocess.run(command, capture_output=True, text=True, cwd=REPO)
+    base = [ncu_path, "--target-processes", "all", "--clock-control", "none", "--csv", "--page", "raw",
+            "--print-units", "base", "--print-kernel-base", "mangled", "--metrics", ",".join(metrics)]
+    launch_command = [sys.executable, str(Path(__file__).resolve()), "launch", "--manifest", str(manifest)]
+    sections = [arg for name in SECTIONS for arg in ("--section", name)]
+    attempts = [("with sections " + ", ".join(SECTIONS), [*base, *sections, *launch_command]),
+                ("counters only", [*base, *launch_command])]
+    for label, command in attempts:  # an unknown section fails the whole run: then try without
+        result = subprocess.run(command, capture_output=True, text=True, cwd=REPO)
+        if result.returncode == 0 and manifest.exists():
+            break
+        print(f"ncu failed ({result.returncode}), {label}:\n" + "\n".join(result.stderr.splitlines()[-30:]),
+              file=sys.stderr)
     (out / "bank_conflicts_ncu_raw.csv").write_text(result.stdout)
     (out / "bank_conflicts_ncu_stderr.txt").write_text(result.stderr)
     if result.returncode != 0 or not manifest.exists():
-        print(f"ncu failed ({result.returncode}):\n" + "\n".join(result.stderr.splitlines()[-30:]),
-              file=sys.stderr)
         return 1
     launched = json.loads(manifest.read_text())
     records = nc.parse_ncu_csv(result.stdout)
     rows = nc.match_launches(records, launched["launches"], metrics)
+    for record, case in zip(records, launched["launches"], strict=True):
+        for column, value in record.items():
+            if column.startswith(OCCUPANCY_PREFIXES):
+                try:
+                    number = nc.number(value)
+                except nc.RecordError:
+                    continue
+                rows.append({"case": case["case"], "kernel": case["function"], "grid": case["grid"],
+                             "block": case["block"], "metric": column, "value": number})
     provenance = {"source": "ncu", "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(
         timespec="seconds"), "ncu": nc._ncu_version(ncu_path), "device": launched["device"],
         "git_revision": os.environ.get("GPU_LESSONS_GIT_REVISION", "unknown"), "metrics": metrics,

@@ -41,6 +41,7 @@ SHARED_WORDS = 33 * 256
 TILE = 32
 PADDED_WIDTH = TILE + 1  # a module constant: numba needs literal shared-array shapes
 TRANSPOSE_BLOCK = (TILE, 8)
+SHARED64_SLOTS = SHARED_WORDS // 2  # float64 slots in the same 33 KiB (a name: shapes must be literal)
 
 
 @cuda.jit
@@ -104,7 +105,7 @@ def transpose_padded_kernel(a, out):
 
 @cuda.jit
 def shared_stride64_kernel(x, out, stride):
-    buffer = cuda.shared.array(SHARED_WORDS // 2, numba.float64)  # 8-byte words: two banks each
+    buffer = cuda.shared.array(SHARED64_SLOTS, numba.float64)  # 8-byte words: two banks each
     i = cuda.grid(1)
     slot = cuda.threadIdx.x * stride
     value = numba.float64(0.0)
@@ -188,6 +189,7 @@ def transpose_swizzled_kernel(a, out):
 TILE64 = 64
 TILE64_THREADS = 256
 TILE64_GROUPS = TILE64 // 4  # float4 groups in a tile row
+TILE64_WORDS = TILE64 * TILE64  # a module constant: numba needs literal shared-array shapes
 
 
 def _make_tile64_kernel(swizzle: bool):
@@ -206,7 +208,7 @@ def _make_tile64_kernel(swizzle: bool):
         return r * u32(TILE64) + c
 
     def kernel(a, out, rows, cols, vector):
-        tile = cuda.shared.array(TILE64 * TILE64, numba.float32)
+        tile = cuda.shared.array(TILE64_WORDS, numba.float32)
         t = u32(cuda.threadIdx.x)
         row0 = u32(cuda.blockIdx.y) * u32(TILE64)
         col0 = u32(cuda.blockIdx.x) * u32(TILE64)
@@ -336,9 +338,9 @@ def shared_stride64(x, stride: int, block: int = 128):
     require_array(x, "x", dtype=np.float64, ndim=1)
     stride = require_int(stride, "stride", minimum=1)
     block = require_block(block)
-    if block * stride > SHARED_WORDS // 2:
+    if block * stride > SHARED64_SLOTS:
         raise InputError(f"block {block} x stride {stride} needs {block * stride} float64 slots, more "
-                         f"than the {SHARED_WORDS // 2} the kernel allocates; use a smaller block")
+                         f"than the {SHARED64_SLOTS} the kernel allocates; use a smaller block")
     if x.shape[0] < 1:
         raise InputError("x is empty")
     d_out = cuda.device_array(x.shape[0], np.float64)
