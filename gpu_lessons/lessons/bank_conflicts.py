@@ -206,10 +206,7 @@ def _transpose_rows(shape) -> list[dict]:
 
     rows_n, cols_n = shape
     n = rows_n * cols_n
-    rng = np.random.default_rng(2026 + n)
-    a_host = rng.random(shape, dtype=np.float32) - np.float32(0.5)  # random, never zeros
-    expected = np.ascontiguousarray(a_host.T)
-    a = cuda.to_device(a_host)
+    a, same = _matrix(shape, seed=2026 + n)
     out = cuda.device_array((cols_n, rows_n), np.float32)
     common = {"size": n, "param": rows_n, "bytes_moved": 8 * n, "flops": 0}
     table = []
@@ -218,26 +215,57 @@ def _transpose_rows(shape) -> list[dict]:
     flat_a, flat_out = a.reshape(n), out.reshape(n)
     table.append(timed_row(NAME, COPY, lambda _: roofline.copy_launch("copy_vec4", flat_a, flat_out),
                            **common))
-    if not np.array_equal(flat_out.copy_to_host(), a_host.reshape(n)):
+    if not same(flat_out.reshape(rows_n, cols_n), transposed=False):
         raise AssertionError(f"copy {shape} did not copy exactly")
     for variant in TRANSPOSE_VARIANTS:
         poison(out)
         table.append(timed_row(NAME, variant, lambda _, v=variant: k.transpose_launch(v, a, out), **common))
-        if not np.array_equal(out.copy_to_host(), expected):
+        if not same(out):
             raise AssertionError(f"{variant} {shape}: result differs from a.T")
-    table.extend(_cupy_rows(a_host, expected, common))
+    table.extend(_cupy_rows(a, same, common))
     return table
 
 
-def _cupy_rows(a_host, expected, common) -> list[dict]:
+def _matrix(shape, seed: int):
+    """A random device matrix (never zeros) and ``same(out, transposed=True)``: out == a.T (or a).
+
+    With CuPy the data is made and compared on the device (seconds saved per shape at these
+    sizes); the reference transpose is checked against the host copy at 4096 random positions.
+    """
+    from numba import cuda
+
+    try:
+        import cupy as cp
+    except ImportError:
+        a_host = np.random.default_rng(seed).random(shape, dtype=np.float32) - np.float32(0.5)
+        expected = np.ascontiguousarray(a_host.T)
+
+        def same_host(out, transposed=True):
+            return np.array_equal(out.copy_to_host(), expected if transposed else a_host)
+
+        return cuda.to_device(a_host), same_host
+    a_cp = cp.random.default_rng(seed).random(shape, dtype=cp.float32) - cp.float32(0.5)
+    expected = cp.ascontiguousarray(a_cp.T)
+    rng = np.random.default_rng(seed)
+    i, j = rng.integers(0, shape[0], 4096), rng.integers(0, shape[1], 4096)
+    if not np.array_equal(cp.asnumpy(expected[j, i]), cp.asnumpy(a_cp)[i, j]):
+        raise AssertionError("the reference transpose is wrong")
+
+    def same(out, transposed=True):
+        return bool(cp.array_equal(cp.asarray(out), expected if transposed else a_cp))
+
+    return cuda.as_cuda_array(a_cp), same
+
+
+def _cupy_rows(a, same, common) -> list[dict]:
     try:
         import cupy as cp
     except ImportError:
         return []
-    a = cp.asarray(a_host)
+    a = cp.asarray(a)
     copied = cp.full_like(a, cp.nan)
     rows = [timed_row(NAME, CUPY_COPY, lambda _: cp.copyto(copied, a), provider="cupy", **common)]
-    if not bool(cp.array_equal(copied, a)):
+    if not same(copied, transposed=False):
         raise AssertionError("cupy.copyto mismatch")
     result = {}
 
@@ -245,7 +273,7 @@ def _cupy_rows(a_host, expected, common) -> list[dict]:
         result["out"] = cp.ascontiguousarray(a.T)  # what a CuPy user writes (allocates its output)
 
     rows.append(timed_row(NAME, CUPY_TRANSPOSE, user_transpose, provider="cupy", **common))
-    if not np.array_equal(cp.asnumpy(result["out"]), expected):
+    if not same(result["out"]):
         raise AssertionError("cupy.ascontiguousarray(a.T) mismatch")
     return rows
 
