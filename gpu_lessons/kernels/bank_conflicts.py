@@ -201,7 +201,7 @@ def _make_tile64_kernel(swizzle: bool):
     stay aligned and conflict-free (padding a row by one word would misalign them).
     """
 
-    @cuda.jit(device=True, inline=True)
+    @cuda.jit(device=True)
     def word(r, c):
         if swizzle:
             return r * u32(TILE64) + (c ^ (r & u32(28)))  # r & 28 = 4 (r // 4 % 8)
