@@ -32,16 +32,15 @@ def main() -> None:
     copied = cp.empty_like(a_cp)
     results["cupy copyto"] = bench.measure(lambda _: cp.copyto(copied, a_cp))
     expected = cp.ascontiguousarray(a_cp.T)
-    for name, kernel in [("tile32", k.transpose_tiled_kernel), ("tile32_padded", k.transpose_padded_kernel),
-                         ("tile32_swizzled", k.transpose_swizzled_kernel)]:
-        for rows in (4, 8, 16, 32):
-            out_cp.fill(cp.nan)
-            results[f"{name} (32,{rows})"] = bench.measure(
-                lambda _, kn=kernel, r=rows: kn[k.tiled_transpose_grid((N, N)), (32, r)](a, out))
-            assert bool(cp.array_equal(out_cp, expected)), name
-    for name in ("tile64_vec4", "tile64_vec4_swizzled"):
+    for rows in (4, 8, 16, 32):  # the textbook loop: more rows of threads, fewer elements each
         out_cp.fill(cp.nan)
-        results[name] = bench.measure(lambda _, v=name: k.transpose_launch(v, a, out))
+        results[f"tile32_padded_loop (32,{rows})"] = bench.measure(
+            lambda _, r=rows: k.transpose_padded_loop_kernel[k.tiled_transpose_grid((N, N)), (32, r)](a, out))
+        assert bool(cp.array_equal(out_cp, expected)), rows
+    for name in k.TRANSPOSES:
+        out_cp.fill(cp.nan)
+        launch = k.transpose_launcher(name, a, out)
+        results[name] = bench.measure(lambda _, go=launch: go())
         assert bool(cp.array_equal(out_cp, expected)), name
     base = moved / results["cupy copyto"].median_ms / 1e6
     for name, timing in results.items():

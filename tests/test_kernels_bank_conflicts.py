@@ -8,7 +8,7 @@ from gpu_lessons.kernels import bank_conflicts as k
 
 rng = np.random.default_rng()
 
-TRANSPOSES = [k.transpose_naive, k.transpose_tiled, k.transpose_padded]
+TRANSPOSES = [k.transpose_naive, k.transpose_tiled, k.transpose_padded, k.transpose_padded_loop]
 
 
 def random(*shape):
@@ -32,10 +32,10 @@ def test_transpose_45_by_70(transpose):
     assert np.array_equal(transpose(a), a.T)
 
 
-@pytest.mark.parametrize("transpose", [k.transpose_tiled, k.transpose_padded])
-def test_tiled_transpose_with_32_by_32_blocks(transpose):
+@pytest.mark.parametrize("rows", [4, 32])
+def test_the_loop_tile_takes_any_block_of_32_by_rows(rows):
     a = random(33, 20)
-    assert np.array_equal(transpose(a, block=(32, 32)), a.T)
+    assert np.array_equal(k.transpose_padded_loop(a, block=(32, rows)), a.T)
 
 
 def test_transpose_keeps_device_arrays_on_the_device():
@@ -55,8 +55,9 @@ def test_transpose_keeps_device_arrays_on_the_device():
         (lambda: k.transpose_naive(np.zeros(10, np.float32)), "2-D"),
         (lambda: k.transpose_naive(np.zeros((0, 3), np.float32)), "empty"),
         (lambda: k.transpose_naive(np.zeros((3, 3), np.float32), block=(64, 32)), "at most 1024"),
-        (lambda: k.transpose_tiled(np.zeros((3, 3), np.float32), block=(16, 8)), r"\(32, rows\)"),
-        (lambda: k.transpose_padded(np.zeros((3, 3), np.float32), block=(32, 5)), "dividing 32"),
+        (lambda: k.transpose_tiled(np.zeros((3, 3), np.float32), block=(16, 8)), r"must be \(32, 8\)"),
+        (lambda: k.transpose_padded(np.zeros((3, 3), np.float32), block=(32, 32)), "unrolled"),
+        (lambda: k.transpose_padded_loop(np.zeros((3, 3), np.float32), block=(32, 5)), "dividing 32"),
         (lambda: k.transpose_tiled(np.zeros((3, 3), np.float32), block=8), "two integers"),
     ],
 )
@@ -90,11 +91,6 @@ def test_new_transposes_45_by_70(transpose):
 def test_tile64_with_float4_rows_and_partial_tiles(transpose, shape):
     a = random(*shape)
     assert np.array_equal(transpose(a), a.T)
-
-
-def test_swizzled_tile_with_32_by_32_blocks():
-    a = random(40, 33)
-    assert np.array_equal(k.transpose_swizzled(a, block=(32, 32)), a.T)
 
 
 def test_tile64_takes_the_scalar_path_on_a_misaligned_view():
@@ -136,7 +132,7 @@ def test_shared_stride64_round_trip(stride):
         (lambda: k.shared_stride64(np.zeros(10), 34, block=128), "float64 slots"),
         (lambda: k.transpose_tile64(np.zeros((0, 4), np.float32)), "empty"),
         (lambda: k.transpose_tile64_swizzled(np.zeros((4, 4), np.float64)), "dtype float32"),
-        (lambda: k.transpose_swizzled(np.zeros((3, 3), np.float32), block=(32, 6)), "dividing 32"),
+        (lambda: k.transpose_swizzled(np.zeros((3, 3), np.float32), block=(32, 6)), r"\(32, 8\)"),
         (lambda: k.transpose_launch("tile16", None, None), "unknown transpose"),
     ],
 )

@@ -40,7 +40,8 @@ from .launch import THREADS_PER_BLOCK, blocks_to_cover
 SHARED_WORDS = 33 * 256
 TILE = 32
 PADDED_WIDTH = TILE + 1  # a module constant: numba needs literal shared-array shapes
-TRANSPOSE_BLOCK = (TILE, 8)
+TILE_ROWS = 8  # thread rows of a 32x32-tile block: each thread moves TILE // TILE_ROWS = 4 elements
+TRANSPOSE_BLOCK = (TILE, TILE_ROWS)
 SHARED64_SLOTS = SHARED_WORDS // 2  # float64 slots in the same 33 KiB (a name: shapes must be literal)
 
 
@@ -65,27 +66,109 @@ def transpose_naive_kernel(a, out):
         out[col, row] = a[row, col]
 
 
+# The 32x32-tile kernels: a block of 32 x 8 threads, each thread moving 4 elements 8 rows apart.
+# Each thread issues its 4 global loads before its first shared store. Written as the textbook loop
+# (load, store, load, store: ``transpose_padded_loop_kernel``) numba's compiler keeps that order,
+# since it cannot prove the arrays do not overlap, so every load waits for the previous one.
+
+
+@cuda.jit(device=True)
+def four_rows(a, row, col):
+    """a[row + 8 k, col] for k = 0..3 (0 outside a): four independent loads, issued together."""
+    rows, cols = a.shape
+    v0 = v1 = v2 = v3 = numba.float32(0.0)
+    if col < cols:
+        if row < rows:
+            v0 = a[row, col]
+        if row + TILE_ROWS < rows:
+            v1 = a[row + TILE_ROWS, col]
+        if row + 2 * TILE_ROWS < rows:
+            v2 = a[row + 2 * TILE_ROWS, col]
+        if row + 3 * TILE_ROWS < rows:
+            v3 = a[row + 3 * TILE_ROWS, col]
+    return v0, v1, v2, v3
+
+
+@cuda.jit(device=True)
+def write_four_rows(out, row, col, w0, w1, w2, w3):
+    """out[row + 8 k, col] = w_k where inside out."""
+    rows, cols = out.shape
+    if col < cols:
+        if row < rows:
+            out[row, col] = w0
+        if row + TILE_ROWS < rows:
+            out[row + TILE_ROWS, col] = w1
+        if row + 2 * TILE_ROWS < rows:
+            out[row + 2 * TILE_ROWS, col] = w2
+        if row + 3 * TILE_ROWS < rows:
+            out[row + 3 * TILE_ROWS, col] = w3
+
+
 @cuda.jit
 def transpose_tiled_kernel(a, out):
     tile = cuda.shared.array((TILE, TILE), numba.float32)
-    tx = cuda.threadIdx.x
-    ty = cuda.threadIdx.y
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
     rows, cols = a.shape
-    col = cuda.blockIdx.x * TILE + tx
-    row = cuda.blockIdx.y * TILE + ty
-    for k in range(0, TILE, cuda.blockDim.y):
-        if row + k < rows and col < cols:
-            tile[ty + k, tx] = a[row + k, col]
+    row, col = cuda.blockIdx.y * TILE + ty, cuda.blockIdx.x * TILE + tx
+    v0, v1, v2, v3 = four_rows(a, row, col)  # a warp reads 32 consecutive floats of a row
+    if col < cols:  # tile row r = element row r of the tile
+        if row < rows:
+            tile[ty, tx] = v0
+        if row + TILE_ROWS < rows:
+            tile[ty + TILE_ROWS, tx] = v1
+        if row + 2 * TILE_ROWS < rows:
+            tile[ty + 2 * TILE_ROWS, tx] = v2
+        if row + 3 * TILE_ROWS < rows:
+            tile[ty + 3 * TILE_ROWS, tx] = v3
     cuda.syncthreads()
-    out_col = cuda.blockIdx.y * TILE + tx
-    out_row = cuda.blockIdx.x * TILE + ty
-    for k in range(0, TILE, cuda.blockDim.y):
-        if out_row + k < cols and out_col < rows:
-            out[out_row + k, out_col] = tile[tx, ty + k]  # a column of the tile: one bank
+    out_row, out_col = cuda.blockIdx.x * TILE + ty, cuda.blockIdx.y * TILE + tx
+    w0 = w1 = w2 = w3 = numba.float32(0.0)
+    if out_col < rows:  # a column of the tile: lane tx reads word 32 tx + c, all in bank c
+        if out_row < cols:
+            w0 = tile[tx, ty]
+        if out_row + TILE_ROWS < cols:
+            w1 = tile[tx, ty + TILE_ROWS]
+        if out_row + 2 * TILE_ROWS < cols:
+            w2 = tile[tx, ty + 2 * TILE_ROWS]
+        if out_row + 3 * TILE_ROWS < cols:
+            w3 = tile[tx, ty + 3 * TILE_ROWS]
+    write_four_rows(out, out_row, out_col, w0, w1, w2, w3)  # coalesced again
 
 
 @cuda.jit
 def transpose_padded_kernel(a, out):
+    tile = cuda.shared.array((TILE, PADDED_WIDTH), numba.float32)  # the only change: 33-word rows
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    rows, cols = a.shape
+    row, col = cuda.blockIdx.y * TILE + ty, cuda.blockIdx.x * TILE + tx
+    v0, v1, v2, v3 = four_rows(a, row, col)
+    if col < cols:
+        if row < rows:
+            tile[ty, tx] = v0
+        if row + TILE_ROWS < rows:
+            tile[ty + TILE_ROWS, tx] = v1
+        if row + 2 * TILE_ROWS < rows:
+            tile[ty + 2 * TILE_ROWS, tx] = v2
+        if row + 3 * TILE_ROWS < rows:
+            tile[ty + 3 * TILE_ROWS, tx] = v3
+    cuda.syncthreads()
+    out_row, out_col = cuda.blockIdx.x * TILE + ty, cuda.blockIdx.y * TILE + tx
+    w0 = w1 = w2 = w3 = numba.float32(0.0)
+    if out_col < rows:  # word 33 tx + c: bank (tx + c) % 32, a different bank for every lane
+        if out_row < cols:
+            w0 = tile[tx, ty]
+        if out_row + TILE_ROWS < cols:
+            w1 = tile[tx, ty + TILE_ROWS]
+        if out_row + 2 * TILE_ROWS < cols:
+            w2 = tile[tx, ty + 2 * TILE_ROWS]
+        if out_row + 3 * TILE_ROWS < cols:
+            w3 = tile[tx, ty + 3 * TILE_ROWS]
+    write_four_rows(out, out_row, out_col, w0, w1, w2, w3)
+
+
+@cuda.jit
+def transpose_padded_loop_kernel(a, out):
+    """The padded tile written as the textbook loop; any block of (32, rows), rows dividing 32."""
     tile = cuda.shared.array((TILE, PADDED_WIDTH), numba.float32)  # the only change: 33-word rows
     tx = cuda.threadIdx.x
     ty = cuda.threadIdx.y
@@ -166,26 +249,39 @@ def shared_read_reference(lanes: np.ndarray, stride: int, reps: int) -> np.ndarr
 @cuda.jit
 def transpose_swizzled_kernel(a, out):
     tile = cuda.shared.array((TILE, TILE), numba.float32)  # no padding: an XOR permutes each row
-    tx = cuda.threadIdx.x
-    ty = cuda.threadIdx.y
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
     rows, cols = a.shape
-    col = cuda.blockIdx.x * TILE + tx
-    row = cuda.blockIdx.y * TILE + ty
-    for k in range(0, TILE, cuda.blockDim.y):
-        if row + k < rows and col < cols:
-            tile[ty + k, tx ^ (ty + k)] = a[row + k, col]  # element (r, c) lives at column c ^ r
+    row, col = cuda.blockIdx.y * TILE + ty, cuda.blockIdx.x * TILE + tx
+    v0, v1, v2, v3 = four_rows(a, row, col)
+    if col < cols:  # element (r, c) lives at column c ^ r of row r
+        if row < rows:
+            tile[ty, tx ^ ty] = v0
+        if row + TILE_ROWS < rows:
+            tile[ty + TILE_ROWS, tx ^ (ty + TILE_ROWS)] = v1
+        if row + 2 * TILE_ROWS < rows:
+            tile[ty + 2 * TILE_ROWS, tx ^ (ty + 2 * TILE_ROWS)] = v2
+        if row + 3 * TILE_ROWS < rows:
+            tile[ty + 3 * TILE_ROWS, tx ^ (ty + 3 * TILE_ROWS)] = v3
     cuda.syncthreads()
-    out_col = cuda.blockIdx.y * TILE + tx
-    out_row = cuda.blockIdx.x * TILE + ty
-    for k in range(0, TILE, cuda.blockDim.y):
-        if out_row + k < cols and out_col < rows:
-            out[out_row + k, out_col] = tile[tx, (ty + k) ^ tx]  # element (tx, ty + k): 32 banks
+    out_row, out_col = cuda.blockIdx.x * TILE + ty, cuda.blockIdx.y * TILE + tx
+    w0 = w1 = w2 = w3 = numba.float32(0.0)
+    if out_col < rows:  # element (tx, c) at column c ^ tx: 32 lanes, 32 banks
+        if out_row < cols:
+            w0 = tile[tx, ty ^ tx]
+        if out_row + TILE_ROWS < cols:
+            w1 = tile[tx, (ty + TILE_ROWS) ^ tx]
+        if out_row + 2 * TILE_ROWS < cols:
+            w2 = tile[tx, (ty + 2 * TILE_ROWS) ^ tx]
+        if out_row + 3 * TILE_ROWS < cols:
+            w3 = tile[tx, (ty + 3 * TILE_ROWS) ^ tx]
+    write_four_rows(out, out_row, out_col, w0, w1, w2, w3)
 
 
 # 64x64 tiles, 256 threads, 16 elements a thread. Loading: thread t reads float4 group q = t % 16
-# of tile rows t // 16 + 16 k. Storing: thread t writes, for L = t + 256 k, the float4 of output
-# row c (an input column) holding input rows 4p .. 4p + 3, with p = L % 8 + 8 (L // 32 % 2) and
-# c = L // 8 % 4 + 4 (L // 64): a warp writes 4 whole 128-byte output rows.
+# of tile rows t // 16 + 16 k (on the scalar path: column t % 64 of rows t // 64 + 4 j).
+# Storing: thread t writes, for L = t + 256 k, the float4 of output row c (an input column)
+# holding input rows 4p .. 4p + 3, with p = L % 8 + 8 (L // 32 % 2) and c = L // 8 % 4 + 4 (L // 64):
+# a warp writes 4 whole 128-byte output rows.
 TILE64 = 64
 TILE64_THREADS = 256
 TILE64_GROUPS = TILE64 // 4  # float4 groups in a tile row
@@ -220,26 +316,46 @@ def _make_tile64_kernel(swizzle: bool):
                 r = t // u32(TILE64_GROUPS) + u32(16 * k)
                 v0, v1, v2, v3 = load4(a, ((row0 + r) * n_cols + col0) // u32(4) + q)
                 store4_shared(tile, word(r, u32(4) * q) // u32(4), v0, v1, v2, v3)
-        else:
-            for k in range(4):
-                r = t // u32(TILE64_GROUPS) + u32(16 * k)
-                for e in range(4):
-                    c = u32(4) * q + u32(e)
-                    if row0 + r < n_rows and col0 + c < n_cols:
-                        tile[word(r, c)] = a[(row0 + r) * n_cols + col0 + c]
+        else:  # edge tiles, or rows that are not whole float4 groups: one float at a time
+            c = t % u32(TILE64)  # a warp: 32 consecutive columns of one row (coalesced, 32 banks)
+            inside = col0 + c < n_cols
+            for k in range(4):  # 4 batches of 4 loads in flight: rows r, r + 4, r + 8, r + 12
+                r = t // u32(TILE64) + u32(16 * k)
+                v0 = v1 = v2 = v3 = numba.float32(0.0)
+                if inside:
+                    if row0 + r < n_rows:
+                        v0 = a[(row0 + r) * n_cols + col0 + c]
+                    if row0 + r + u32(4) < n_rows:
+                        v1 = a[(row0 + r + u32(4)) * n_cols + col0 + c]
+                    if row0 + r + u32(8) < n_rows:
+                        v2 = a[(row0 + r + u32(8)) * n_cols + col0 + c]
+                    if row0 + r + u32(12) < n_rows:
+                        v3 = a[(row0 + r + u32(12)) * n_cols + col0 + c]
+                    if row0 + r < n_rows:
+                        tile[word(r, c)] = v0
+                    if row0 + r + u32(4) < n_rows:
+                        tile[word(r + u32(4), c)] = v1
+                    if row0 + r + u32(8) < n_rows:
+                        tile[word(r + u32(8), c)] = v2
+                    if row0 + r + u32(12) < n_rows:
+                        tile[word(r + u32(12), c)] = v3
         cuda.syncthreads()
         for k in range(4):
             lin = t + u32(TILE64_THREADS * k)
             p = lin % u32(8) + u32(8) * (lin // u32(32) % u32(2))
             c = lin // u32(8) % u32(4) + u32(4) * (lin // u32(64))
             r = u32(4) * p
-            w0 = tile[word(r, c)]
-            w1 = tile[word(r + u32(1), c)]
-            w2 = tile[word(r + u32(2), c)]
-            w3 = tile[word(r + u32(3), c)]
             if whole:
+                w0 = tile[word(r, c)]
+                w1 = tile[word(r + u32(1), c)]
+                w2 = tile[word(r + u32(2), c)]
+                w3 = tile[word(r + u32(3), c)]
                 store4(out, ((col0 + c) * n_rows + row0) // u32(4) + p, w0, w1, w2, w3)
             elif col0 + c < n_cols:
+                w0 = tile[word(r, c)]
+                w1 = tile[word(r + u32(1), c)]
+                w2 = tile[word(r + u32(2), c)]
+                w3 = tile[word(r + u32(3), c)]
                 first = (col0 + c) * n_rows + row0 + r
                 if row0 + r < n_rows:
                     out[first] = w0
@@ -316,8 +432,12 @@ def transpose_naive(a, block=TRANSPOSE_BLOCK):
 def _transpose_via_tile(kernel, a, block):
     _check_matrix(a)
     bx, by = _check_2d_block(block)
-    if bx != TILE or TILE % by:
-        raise InputError(f"block must be ({TILE}, rows) with rows dividing {TILE}, got {block!r}")
+    if kernel is transpose_padded_loop_kernel:
+        if bx != TILE or TILE % by:
+            raise InputError(f"block must be ({TILE}, rows) with rows dividing {TILE}, got {block!r}")
+    elif (bx, by) != TRANSPOSE_BLOCK:
+        raise InputError(f"block must be {TRANSPOSE_BLOCK}: each thread moves {TILE // TILE_ROWS} elements, "
+                         f"unrolled; got {block!r} (transpose_padded_loop takes any ({TILE}, rows))")
     d_out = cuda.device_array((a.shape[1], a.shape[0]), np.float32)
     kernel[tiled_transpose_grid(a.shape), (bx, by)](to_device(a, "a"), d_out)
     return returned(d_out, not is_device_array(a))
@@ -331,6 +451,11 @@ def transpose_tiled(a, block=TRANSPOSE_BLOCK):
 def transpose_padded(a, block=TRANSPOSE_BLOCK):
     """``a.T`` through a 32x33 shared tile (coalesced and conflict-free)."""
     return _transpose_via_tile(transpose_padded_kernel, a, block)
+
+
+def transpose_padded_loop(a, block=TRANSPOSE_BLOCK):
+    """The padded tile as the textbook loop (load, store, load, store...); block (32, rows)."""
+    return _transpose_via_tile(transpose_padded_loop_kernel, a, block)
 
 
 def shared_stride64(x, stride: int, block: int = 128):
@@ -383,12 +508,17 @@ def _vector_ok(a, out) -> int:
     return int(rows % 4 == 0 and cols % 4 == 0 and aligned)
 
 
-def tile64_launch(kernel, a, out) -> None:
-    """Launch a 64x64 transpose on 2-D C-contiguous device arrays a (rows, cols), out (cols, rows)."""
+def tile64_launcher(kernel, a, out):
+    """A function launching a 64x64 transpose on 2-D C-contiguous device arrays a (rows, cols) and
+    out (cols, rows): the flat views, grid and alignment are worked out once, not per launch."""
     rows, cols = a.shape
-    vector = _vector_ok(a, out)
-    kernel[tile64_grid(a.shape), TILE64_THREADS](a.reshape(rows * cols), out.reshape(rows * cols),
-                                                 rows, cols, vector)
+    args = (a.reshape(rows * cols), out.reshape(rows * cols), rows, cols, _vector_ok(a, out))
+    launch = kernel[tile64_grid(a.shape), TILE64_THREADS]
+    return lambda: launch(*args)
+
+
+def tile64_launch(kernel, a, out) -> None:
+    tile64_launcher(kernel, a, out)()
 
 
 def _transpose_tile64(kernel, a):
@@ -416,24 +546,32 @@ def transpose_tile64_swizzled(a):
 TRANSPOSES = {
     "naive": transpose_naive,
     "tile32": transpose_tiled,
+    "tile32_padded_loop": transpose_padded_loop,
     "tile32_padded": transpose_padded,
     "tile32_swizzled": transpose_swizzled,
     "tile64_vec4": transpose_tile64,
     "tile64_vec4_swizzled": transpose_tile64_swizzled,
 }
+TILE32_KERNELS = {"tile32": transpose_tiled_kernel, "tile32_padded_loop": transpose_padded_loop_kernel,
+                  "tile32_padded": transpose_padded_kernel, "tile32_swizzled": transpose_swizzled_kernel}
+TILE64_KERNELS = {"tile64_vec4": transpose_tile64_kernel,
+                  "tile64_vec4_swizzled": transpose_tile64_swizzled_kernel}
+
+
+def transpose_launcher(variant: str, a, out):
+    """A function that launches one transpose on 2-D device arrays (for the timing harness: the
+    host work of a launch stays small and the same for every variant; no checks)."""
+    if variant == "naive":
+        launch = transpose_naive_kernel[transpose_grid(a.shape, TRANSPOSE_BLOCK), TRANSPOSE_BLOCK]
+    elif variant in TILE32_KERNELS:
+        launch = TILE32_KERNELS[variant][tiled_transpose_grid(a.shape), TRANSPOSE_BLOCK]
+    elif variant in TILE64_KERNELS:
+        return tile64_launcher(TILE64_KERNELS[variant], a, out)
+    else:
+        raise ValueError(f"unknown transpose {variant!r}; choose one of: {', '.join(TRANSPOSES)}")
+    return lambda: launch(a, out)
 
 
 def transpose_launch(variant: str, a, out) -> None:
-    """Launch one transpose on 2-D device arrays (the timing harness calls this; no checks)."""
-    if variant == "naive":
-        transpose_naive_kernel[transpose_grid(a.shape, TRANSPOSE_BLOCK), TRANSPOSE_BLOCK](a, out)
-    elif variant in ("tile32", "tile32_padded", "tile32_swizzled"):
-        kernel = {"tile32": transpose_tiled_kernel, "tile32_padded": transpose_padded_kernel,
-                  "tile32_swizzled": transpose_swizzled_kernel}[variant]
-        kernel[tiled_transpose_grid(a.shape), TRANSPOSE_BLOCK](a, out)
-    elif variant == "tile64_vec4":
-        tile64_launch(transpose_tile64_kernel, a, out)
-    elif variant == "tile64_vec4_swizzled":
-        tile64_launch(transpose_tile64_swizzled_kernel, a, out)
-    else:
-        raise ValueError(f"unknown transpose {variant!r}; choose one of: {', '.join(TRANSPOSES)}")
+    """Launch one transpose on 2-D device arrays (no checks)."""
+    transpose_launcher(variant, a, out)()

@@ -99,22 +99,26 @@ def traced_transposes(shape=TRACE_SHAPE, variants=None) -> pd.DataFrame:
 
 
 def _trace_transpose(trace, variant, a, out):
+    kernel, grid, block, args = _launch_config(variant, a, out)
+    return trace(kernel, grid, block, *args)
+
+
+def _launch_config(variant, a, out):
+    """(kernel, grid, block, args) of one transpose of host arrays, as the lesson launches it."""
     rows, cols = a.shape
     if variant == "naive":
-        return trace(k.transpose_naive_kernel, k.transpose_grid(a.shape, k.TRANSPOSE_BLOCK),
-                     k.TRANSPOSE_BLOCK, a, out)
-    if variant.startswith("tile32"):
-        kernel = {"tile32": k.transpose_tiled_kernel, "tile32_padded": k.transpose_padded_kernel,
-                  "tile32_swizzled": k.transpose_swizzled_kernel}[variant]
-        return trace(kernel, k.tiled_transpose_grid(a.shape), k.TRANSPOSE_BLOCK, a, out)
-    kernel = k.transpose_tile64_swizzled_kernel if variant.endswith("swizzled") else k.transpose_tile64_kernel
+        return (k.transpose_naive_kernel, k.transpose_grid(a.shape, k.TRANSPOSE_BLOCK), k.TRANSPOSE_BLOCK,
+                (a, out))
+    if variant in k.TILE32_KERNELS:
+        return k.TILE32_KERNELS[variant], k.tiled_transpose_grid(a.shape), k.TRANSPOSE_BLOCK, (a, out)
     vector = int(rows % 4 == 0 and cols % 4 == 0)
-    return trace(kernel, k.tile64_grid(a.shape), k.TILE64_THREADS, a.reshape(-1), out.reshape(-1),
-                 rows, cols, vector)
+    return (k.TILE64_KERNELS[variant], k.tile64_grid(a.shape), (k.TILE64_THREADS,),
+            (a.reshape(-1), out.reshape(-1), rows, cols, vector))
 
 
 SHARED_BYTES = {  # static shared memory per block, as declared (the GPU's resource report agrees)
-    "tile32": 32 * 32 * 4, "tile32_padded": 32 * 33 * 4, "tile32_swizzled": 32 * 32 * 4,
+    "tile32": 32 * 32 * 4, "tile32_padded_loop": 32 * 33 * 4, "tile32_padded": 32 * 33 * 4,
+    "tile32_swizzled": 32 * 32 * 4,
     "tile64_vec4": 64 * 64 * 4, "tile64_vec4_swizzled": 64 * 64 * 4, "naive": 0,
 }
 
@@ -142,23 +146,9 @@ def ncu_cases() -> list[dict]:
         a = rng.standard_normal(shape, dtype=np.float32)
         out = np.zeros((cols, rows), np.float32)
         for variant in TRANSPOSE_VARIANTS:
-            name = f"{variant}/{rows}x{cols}"
-            if variant == "naive":
-                case = (k.transpose_naive_kernel, k.transpose_grid(shape, k.TRANSPOSE_BLOCK),
-                        k.TRANSPOSE_BLOCK, (a, out))
-            elif variant.startswith("tile32"):
-                kernel = {"tile32": k.transpose_tiled_kernel, "tile32_padded": k.transpose_padded_kernel,
-                          "tile32_swizzled": k.transpose_swizzled_kernel}[variant]
-                case = (kernel, k.tiled_transpose_grid(shape), k.TRANSPOSE_BLOCK, (a, out))
-            else:
-                kernel = (k.transpose_tile64_swizzled_kernel if variant.endswith("swizzled")
-                          else k.transpose_tile64_kernel)
-                vector = int(rows % 4 == 0 and cols % 4 == 0)
-                case = (kernel, k.tile64_grid(shape), (k.TILE64_THREADS,),
-                        (a.reshape(-1), out.reshape(-1), rows, cols, vector))
-            kernel, grid, block, args = case
-            cases.append({"name": name, "kernel": kernel, "grid": tuple(grid), "block": tuple(block),
-                          "args": args, "expected": a.T})
+            kernel, grid, block, args = _launch_config(variant, a, out)
+            cases.append({"name": f"{variant}/{rows}x{cols}", "kernel": kernel, "grid": tuple(grid),
+                          "block": tuple(block), "args": args, "expected": a.T})
     return cases
 
 
@@ -219,7 +209,8 @@ def _transpose_rows(shape) -> list[dict]:
         raise AssertionError(f"copy {shape} did not copy exactly")
     for variant in TRANSPOSE_VARIANTS:
         poison(out)
-        table.append(timed_row(NAME, variant, lambda _, v=variant: k.transpose_launch(v, a, out), **common))
+        launch = k.transpose_launcher(variant, a, out)
+        table.append(timed_row(NAME, variant, lambda _, go=launch: go(), **common))
         if not same(out):
             raise AssertionError(f"{variant} {shape}: result differs from a.T")
     table.extend(_cupy_rows(a, same, common))
