@@ -116,13 +116,6 @@ def _launch_config(variant, a, out):
             (a.reshape(-1), out.reshape(-1), rows, cols, vector))
 
 
-SHARED_BYTES = {  # static shared memory per block, as declared (the GPU's resource report agrees)
-    "tile32": 32 * 32 * 4, "tile32_padded_loop": 32 * 33 * 4, "tile32_padded": 32 * 33 * 4,
-    "tile32_swizzled": 32 * 32 * 4,
-    "tile64_vec4": 64 * 64 * 4, "tile64_vec4_swizzled": 64 * 64 * 4, "naive": 0,
-}
-
-
 # Launches profiled by Nsight Compute on the GPU (benchmarks/bank_conflicts_gpu.py) and traced by
 # the tests: the same kernels, grids and inputs, so the two sets of counts must agree exactly.
 NCU_SHAPES = [TRACE_SHAPE, (45, 70)]
