@@ -362,6 +362,33 @@ def ncu_table(extras: dict, cases: str | None = None) -> pd.DataFrame:
     return table.rename(columns=short).reset_index()
 
 
+OCCUPANCY_LIMITS = {"launch__occupancy_limit_shared_mem": "shared memory",
+                    "launch__occupancy_limit_registers": "registers",
+                    "launch__occupancy_limit_warps": "warps", "launch__occupancy_limit_blocks": "blocks"}
+
+
+def occupancy_table(extras: dict, shape=TRACE_SHAPE) -> pd.DataFrame:
+    """Per kernel, Nsight Compute's launch report: shared memory per block (as declared, and with
+    the driver's reserve), registers, and the blocks per SM each resource allows; the least binds."""
+    rows = pd.DataFrame(extras["ncu"])
+    picked = rows[rows["case"].str.endswith(f"/{shape[0]}x{shape[1]}") | (rows["case"] == "shared_read/stride=1")]
+    wide = picked.pivot_table(index="case", columns="metric", values="value", aggfunc="first", sort=False)
+    table = pd.DataFrame({
+        "case": wide.index,
+        "shared_bytes": wide["launch__shared_mem_per_block_static"].astype(int).to_numpy(),
+        "shared_bytes_with_reserve": wide["launch__shared_mem_per_block"].astype(int).to_numpy(),
+        "registers": wide["launch__registers_per_thread"].astype(int).to_numpy(),
+    })
+    limits = wide[list(OCCUPANCY_LIMITS)].astype(int)
+    for metric, name in OCCUPANCY_LIMITS.items():
+        table[f"blocks_by_{name.replace(' ', '_')}"] = limits[metric].to_numpy()
+    table["resident_blocks"] = limits.min(axis=1).to_numpy()
+    table["bound_by"] = [", ".join(OCCUPANCY_LIMITS[m] for m in limits.columns if row[m] == row.min())
+                         for _, row in limits.iterrows()]
+    table["occupancy_pct"] = wide["sm__maximum_warps_per_active_cycle_pct"].to_numpy()
+    return table.reset_index(drop=True)
+
+
 def resources_table(extras: dict) -> pd.DataFrame:
     """Per kernel: registers, static shared memory, local memory (recorded) and the memory opcodes."""
     rows = []
