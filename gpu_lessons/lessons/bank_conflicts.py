@@ -371,7 +371,8 @@ def occupancy_table(extras: dict, shape=TRACE_SHAPE) -> pd.DataFrame:
     """Per kernel, Nsight Compute's launch report: shared memory per block (as declared, and with
     the driver's reserve), registers, and the blocks per SM each resource allows; the least binds."""
     rows = pd.DataFrame(extras["ncu"])
-    picked = rows[rows["case"].str.endswith(f"/{shape[0]}x{shape[1]}") | (rows["case"] == "shared_read/stride=1")]
+    at_shape = rows["case"].str.endswith(f"/{shape[0]}x{shape[1]}")
+    picked = rows[at_shape | (rows["case"] == "shared_read/stride=1")]
     wide = picked.pivot_table(index="case", columns="metric", values="value", aggfunc="first", sort=False)
     table = pd.DataFrame({
         "case": wide.index,
