@@ -390,6 +390,15 @@ def occupancy_table(extras: dict, shape=TRACE_SHAPE) -> pd.DataFrame:
     return table.reset_index(drop=True)
 
 
+def sass_lines(extras: dict, kernel: str, first: int = 12, start: str | None = None) -> str:
+    """A kernel's recorded SASS memory instructions, one per line: ``first`` of them, from the
+    first that contains ``start`` (e.g. "LDG.E.128") when given."""
+    lines = extras.get("sass", {}).get(kernel, {}).get("lines", [])
+    if start is not None:
+        lines = lines[next((i for i, line in enumerate(lines) if start in line), len(lines)):]
+    return "\n".join(lines[:first]) if lines else f"(no SASS recorded for {kernel})"
+
+
 def resources_table(extras: dict) -> pd.DataFrame:
     """Per kernel: registers, static shared memory, local memory (recorded) and the memory opcodes."""
     rows = []
