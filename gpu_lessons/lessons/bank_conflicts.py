@@ -374,6 +374,7 @@ def occupancy_table(extras: dict, shape=TRACE_SHAPE) -> pd.DataFrame:
     at_shape = rows["case"].str.endswith(f"/{shape[0]}x{shape[1]}")
     picked = rows[at_shape | (rows["case"] == "shared_read/stride=1")]
     wide = picked.pivot_table(index="case", columns="metric", values="value", aggfunc="first", sort=False)
+    wide = wide.dropna(subset=[*OCCUPANCY_LIMITS, "launch__shared_mem_per_block_static"])  # ncu without it
     table = pd.DataFrame({
         "case": wide.index,
         "shared_bytes": wide["launch__shared_mem_per_block_static"].astype(int).to_numpy(),
