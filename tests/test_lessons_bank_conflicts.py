@@ -176,14 +176,24 @@ def _recorded_ncu() -> dict:
     return by_case
 
 
+# (case, metric) -> (tracer, ncu, why): where the compiler does not run the source as written.
+# Each entry must hold exactly; every other count of every case must be equal.
+KNOWN_DIFFERENCES: dict[tuple[str, str], tuple[int, int, str]] = {}
+
+
 @pytest.mark.parametrize("case", lesson.ncu_cases(), ids=lambda c: c["name"])
 def test_tracer_counts_equal_the_recorded_ncu_counts(case):
     recorded = _recorded_ncu()
     assert case["name"] in recorded, f"{case['name']} not in {GPU_DATA.name}"
     counts = trace(case["kernel"], case["grid"], case["block"], *case["args"]).totals
     for metric, value in recorded[case["name"]].items():
-        if metric in counts:
+        if metric not in counts:
+            continue
+        known = KNOWN_DIFFERENCES.get((case["name"], metric))
+        if known is None:
             assert counts[metric] == value, (case["name"], metric)
+        else:
+            assert (counts[metric], value) == known[:2], (case["name"], metric, known[2])
 
 
 def test_ncu_saw_no_conflicts_in_padded_and_swizzled_tiles():
