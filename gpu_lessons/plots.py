@@ -492,17 +492,18 @@ def shared_memory_banks(request: pd.DataFrame, title: str | None = None, provena
 def time_vs_wavefronts(cost: pd.DataFrame, provenance: str | None = None, ax: Axes | None = None,
                        title: str = "Cost of a bank conflict: time per request against wavefronts") -> Figure:
     """Measured time per warp request (y) against the tracer's wavefronts per request (x), one
-    point per access pattern, with the line through the conflict-free point scaled by wavefronts."""
+    point per access pattern, with the least-squares line time = a + b x wavefronts."""
     fig, ax = _new_axes(ax)
-    base = cost.loc[cost["wavefronts"] == 1, "ns_per_request"].min()
+    intercept, slope = wavefront_fit(cost)
     waves = np.array(sorted(cost["wavefronts"].unique()))
-    ax.plot(waves, base * waves, color=STYLE["ceiling_color"], linestyle="-.", linewidth=1.2,
-            label=f"model: {base:.3g} ns x wavefronts")
+    ax.plot(waves, intercept + slope * waves, color=STYLE["ceiling_color"], linestyle="-.", linewidth=1.2,
+            label=f"fit: {intercept:.3f} ns + {slope:.3f} ns x wavefronts")
     ax.scatter(cost["wavefronts"], cost["ns_per_request"], color=PALETTE[0], s=36, zorder=3,
                label="measured", edgecolors="white", linewidths=0.6)
-    for access, x, y in cost[["access", "wavefronts", "ns_per_request"]].itertuples(index=False):
-        ax.annotate(access, xy=(x, y), xytext=(6, -3), textcoords="offset points", ha="left", va="top",
-                    fontsize=STYLE["note_size"] - 0.5, color=PALETTE[0])
+    for x, group in cost.groupby("wavefronts"):  # patterns of equal cost share one label
+        ax.annotate(", ".join(group["access"]), xy=(x, group["ns_per_request"].mean()), xytext=(6, -3),
+                    textcoords="offset points", ha="left", va="top", fontsize=STYLE["note_size"] - 0.5,
+                    color=PALETTE[0])
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
     ax.xaxis.set_major_locator(FixedLocator(list(waves)))
@@ -511,6 +512,12 @@ def time_vs_wavefronts(cost: pd.DataFrame, provenance: str | None = None, ax: Ax
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.3g}"))
     return _finish(fig, ax, title, "wavefronts per request (tracer; = Nsight Compute)",
                    "time per warp request per SM (ns)", provenance, legend_loc="upper left")
+
+
+def wavefront_fit(cost: pd.DataFrame) -> tuple[float, float]:
+    """(a, b) of the least-squares line ns_per_request = a + b x wavefronts."""
+    slope, intercept = np.polyfit(cost["wavefronts"].astype(float), cost["ns_per_request"], 1)
+    return float(intercept), float(slope)
 
 
 def grouped_fractions(summary: pd.DataFrame, value: str = "of_cupy_copy", group: str = "shape",
@@ -523,12 +530,15 @@ def grouped_fractions(summary: pd.DataFrame, value: str = "of_cupy_copy", group:
     groups = list(dict.fromkeys(summary[group]))
     variants = list(dict.fromkeys(summary["variant"]))
     width = 0.8 / len(variants)
+    colors = [*PALETTE, "#882255", "#44AA99", "#999933"]  # enough for our variants; references grey
+    ours = [v for v in variants if not v.startswith("cupy")]
     for i, variant in enumerate(variants):
         rows = summary[summary["variant"] == variant].set_index(group).reindex(groups)
         x = np.arange(len(groups)) - 0.4 + width * (i + 0.5)
-        ax.bar(x, rows[value], width=width * 0.92, color=PALETTE[i % len(PALETTE)] if i < len(PALETTE)
-               else STYLE["reference_bar_color"], label=variant,
-               hatch="//" if variant.startswith("cupy") else None, edgecolor="white", linewidth=0.3)
+        reference = variant.startswith("cupy")
+        color = STYLE["reference_bar_color"] if reference else colors[ours.index(variant) % len(colors)]
+        ax.bar(x, rows[value], width=width * 0.92, color=color, label=variant,
+               hatch="//" if reference else None, edgecolor="white", linewidth=0.3)
     ax.axhline(1.0, color=STYLE["ceiling_color"], linestyle="-.", linewidth=1.1)
     ax.set_xticks(np.arange(len(groups)), groups)
     ax.set_ylim(0, max(1.15, float(summary[value].max()) * 1.1))

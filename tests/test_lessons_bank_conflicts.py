@@ -147,7 +147,7 @@ def test_bank_layout_places_words_in_wavefronts(stride, rows):
 
 
 def test_bank_layout_of_a_float64_access_spans_two_words_and_two_phases():
-    request = _request(k.shared_stride64_kernel, np.arange(32.0), np.zeros(32), 1, op="ld")
+    request = _request(k.shared_stride64_kernel, np.arange(32.0), np.zeros(32), 1, array="buffer", op="ld")
     layout = plots.shared_bank_layout(request)
     assert len(layout) == 64 and set(layout["wavefront"]) == {0, 1}  # half-warps, no conflict
     assert layout.groupby("wavefront")["bank"].nunique().tolist() == [32, 32]
@@ -159,10 +159,13 @@ def test_bank_layout_refuses_a_global_request():
         plots.shared_bank_layout(request)
 
 
-def test_time_vs_wavefronts_draws_the_model_line(table):
-    fig = plots.time_vs_wavefronts(lesson.read_cost(table, sms=132))
+def test_time_vs_wavefronts_draws_the_fitted_line(table):
+    cost = lesson.read_cost(table, sms=132)
+    intercept, slope = plots.wavefront_fit(cost)  # the fixture: time exactly proportional
+    assert intercept == pytest.approx(0, abs=1e-9) and slope == pytest.approx(cost["ns_per_request"].iloc[1])
+    fig = plots.time_vs_wavefronts(cost)
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    assert labels[0].startswith("model:") and labels[1] == "measured"
+    assert labels[0].startswith("fit:") and labels[1] == "measured"
 
 
 # ------------------------------------------------- Nsight Compute on the H200 against the tracer
@@ -178,7 +181,18 @@ def _recorded_ncu() -> dict:
 
 # (case, metric) -> (tracer, ncu, why): where the compiler does not run the source as written.
 # Each entry must hold exactly; every other count of every case must be equal.
-KNOWN_DIFFERENCES: dict[tuple[str, str], tuple[int, int, str]] = {}
+PREDICATED = ("the compiler predicates some guarded accesses of the 64x64 scalar path instead of "
+              "branching around them: a warp with no active lane still executes (and ncu counts) them; "
+              "their sectors are the same")
+SUNK = ("the compiler moves the first of four unguarded tile reads into the branch of its store, so "
+        "lanes past the matrix's last row do not read it: fewer lanes, fewer conflicting words")
+KNOWN_DIFFERENCES: dict[tuple[str, str], tuple[int, int, str]] = {
+    ("tile64_vec4/45x70", "smsp__inst_executed_op_global_ld.sum"): (135, 192, PREDICATED),
+    ("tile64_vec4_swizzled/45x70", "smsp__inst_executed_op_global_ld.sum"): (135, 192, PREDICATED),
+    ("tile64_vec4/45x70", "smsp__inst_executed_op_shared_st.sum"): (135, 180, PREDICATED),
+    ("tile64_vec4/45x70", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"): (1152, 1060, SUNK),
+    ("tile64_vec4/45x70", "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"): (1008, 916, SUNK),
+}
 
 
 @pytest.mark.parametrize("case", lesson.ncu_cases(), ids=lambda c: c["name"])
