@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -179,8 +180,13 @@ def cmd_ceilings(args) -> int:
 
 
 def cmd_scoreboard(args) -> int:
+    from . import results
     from .scoreboard import format_scoreboard, scoreboard, scoreboard_json
 
+    if args.gpu is not None and args.gpu not in (recorded := results.recorded_gpus(args.data)):
+        folder = results.shown_path(results.data_root(args.data))
+        raise CommandError(f"no recordings for GPU '{args.gpu}' under {folder}/ "
+                           f"(recorded GPUs: {', '.join(recorded) or 'none'})")
     board = scoreboard(_lessons().comparisons(), gpu=args.gpu, root=args.data)
     if args.json:
         print(scoreboard_json(board))
@@ -229,10 +235,15 @@ def main(argv: list[str] | None = None) -> int:
     from .results import RecordingError
 
     try:
-        return args.func(args)
+        status = args.func(args)
+        sys.stdout.flush()  # here, so that a closed pipe is seen below and not at interpreter exit
+        return status
     except (CommandError, ModeError, RecordingError, InputError) as error:
         print(f"gpu-lessons: error: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `gpu-lessons ... | head`: the reader left; stop quietly, as cat does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return 128 + 13  # what a shell reports for a command ended by SIGPIPE
 
 
 if __name__ == "__main__":
