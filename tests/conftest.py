@@ -7,6 +7,10 @@ notebooks nbval executes (their kernels inherit the environment) and the subproc
 use the same mode; a test that changes ``GPU_LESSONS_MODE`` or ``NUMBA_ENABLE_CUDASIM`` gets them
 restored after it, so it cannot switch the mode of the tests and notebooks that follow.
 
+numba-cuda's performance hints (a small grid's low occupancy, a host array copied implicitly) are
+off for the run: they appear on a GPU only, on stderr, and nbval compares stderr too, so a
+`# NBVAL_CHECK_OUTPUT` cell that launches a small checked kernel would differ between the modes.
+
 A test that needs one mode says so, and why, in either of two equivalent ways:
 
     @pytest.mark.skipif(not gpu_lessons.SIMULATED, reason="...why it needs the simulator...")
@@ -24,8 +28,11 @@ import os
 
 import pytest
 
-import gpu_lessons
-from gpu_lessons.mode import MODE_VARIABLE
+for _hint in ("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "NUMBA_CUDA_WARN_ON_IMPLICIT_COPY"):
+    os.environ.setdefault(_hint, "0")  # before numba.cuda reads its configuration
+
+import gpu_lessons  # noqa: E402
+from gpu_lessons.mode import MODE_VARIABLE  # noqa: E402
 
 MODE_VARIABLES = (MODE_VARIABLE, "NUMBA_ENABLE_CUDASIM")
 os.environ[MODE_VARIABLE] = gpu_lessons.MODE  # nbval's kernels and test subprocesses: the same mode
