@@ -101,7 +101,8 @@ def test_a_closed_pipe_ends_the_command_quietly(argv):
     try:
         done = subprocess.run([sys.executable, "-m", "gpu_lessons", *argv], stdout=write,
                               stderr=subprocess.PIPE, text=True, timeout=120,
-                              cwd=DATA.parent, env={**os.environ, "PYTHONPATH": str(DATA.parent)})
+                              cwd=DATA.parent, env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                                  [str(DATA.parent), *os.environ.get("PYTHONPATH", "").split(os.pathsep)])})
     finally:
         os.close(write)
     assert done.stderr == "", done.stderr
