@@ -31,19 +31,31 @@ def test_bad_option_exits_non_zero(capsys):
     assert "unrecognized arguments: --colour" in capsys.readouterr().err
 
 
-@pytest.mark.skipif(not gpu_lessons.SIMULATED, reason="checks the refusal without a GPU; "
-                    "on one, record and ceilings measure for minutes")
+def on_the_simulator(argv, capsys):
+    """(status, stdout, stderr) of the command in simulator mode: here when the tests run there, else in
+    a subprocess with GPU_LESSONS_MODE=sim (this process's numba.cuda is on the GPU for good)."""
+    if gpu_lessons.SIMULATED:
+        status = main(argv)
+        captured = capsys.readouterr()
+        return status, captured.out, captured.err
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "gpu_lessons", *argv], capture_output=True, text=True,
+                          timeout=300, cwd=DATA.parent, env={**os.environ, "GPU_LESSONS_MODE": "sim"})
+    return done.returncode, done.stdout, done.stderr
+
+
 def test_record_and_ceilings_need_a_gpu(capsys):
-    assert main(["record"]) == 2
-    assert main(["ceilings"]) == 2
-    assert "none is available here" in capsys.readouterr().err
+    for command in ("record", "ceilings"):
+        status, _, err = on_the_simulator([command], capsys)
+        assert status == 2 and "none is available here" in err, err
 
 
-@pytest.mark.skipif(not gpu_lessons.SIMULATED, reason="checks the recorded-reference path; on a GPU "
-                    "'run' measures live (the notebooks do that under nbval)")
 def test_run_on_simulator_checks_and_plots_the_recording(tmp_path, capsys):
-    assert main(["run", "roofline", "--out", str(tmp_path), "--no-progress"]) == 0
-    out = capsys.readouterr().out
+    status, out, err = on_the_simulator(["run", "roofline", "--out", str(tmp_path), "--no-progress"], capsys)
+    assert status == 0, err
     assert "correctness checks passed" in out and "NVIDIA H200" in out
     figures = sorted(p.name for p in (tmp_path / "roofline").glob("*.png"))
     assert figures == ["bandwidth_vs_size.png", "roofline.png"]
