@@ -21,7 +21,13 @@ A test that needs one mode says so, and why, in either of two equivalent ways:
 
 (the markers also fit a whole module: ``pytestmark = pytest.mark.simulator_only("...")``). A skip
 reason says what the test checks that the other mode cannot show, never just "simulator". What the
-tracer does needs no marker: ``gpu_lessons.sim.trace`` works in GPU mode too, by design.
+tracer does needs no marker: ``gpu_lessons.sim.trace`` works in GPU mode too, by design. A test that
+checks simulator-mode behaviour can often run in both modes through a subprocess with
+``GPU_LESSONS_MODE=sim`` (a GPU machine hides its GPU from one with ``CUDA_VISIBLE_DEVICES=""``).
+
+Notebooks: every ``notebooks/*.ipynb`` is collected by nbval and re-executed in the same mode, live on
+a GPU; tests/test_notebooks.py checks that the ``# NBVAL_CHECK_OUTPUT`` cells print nothing that
+depends on timing or mode, and that a ``# NBVAL_SKIP`` cell says why.
 """
 
 import os
