@@ -1,0 +1,349 @@
+"""Lesson 5: reduce. s = sum(x) from one global atomic per element to the bandwidth limit.
+
+The experiment (all float32, input read once: bytes = 4 n):
+- the progression at 2^28 elements, every kernel of ``kernels.reduce`` in teaching order;
+- a size sweep 2^10 .. 2^28 for the fast kernels, cupy.sum (CUB) and numba-cuda's cuda.reduce;
+- a grid sweep (blocks per SM) for the grid-stride kernels at 2^28;
+- floating point (``float_experiment``): each variant's error against a float64 sum, and how many
+  different bit patterns repeated runs give (float atomics land in a different order each run).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+
+from ..kernels import reduce as k
+from ..scoreboard import Comparison
+from .common import check_row, progress, timed_row
+
+NAME = "reduce"
+TITLE = "Reduce: from one atomic per element to the bandwidth limit"
+NOTEBOOK = "05_reduce.ipynb"
+SUMMARY = "atomics, shared trees, divergence and bank conflicts, shuffles, float4; deterministic sums"
+
+BIG = 2**28  # 1 GiB of float32: 17x the H200's 60 MiB L2
+MID = 2**24  # 64 MiB: where a single launch beats CUB's two
+SIZES = [2**p for p in range(10, 29)]
+SWEEP_VARIANTS = ["warp_shuffle", "vec4", "vec4_last_block", "vec4_two_pass"]
+GRID_VARIANTS = ["grid_stride", "warp_shuffle", "vec4", "vec4_last_block"]
+BLOCKS_PER_SM = [1, 2, 3, 4, 6, 8, 16, 32]
+DEFAULT_BLOCKS_PER_SM = 8  # 8 x 256 threads = 2048: a full SM
+SLOW_RUNS = 3  # the one-atomic-per-element kernel may take ~0.1-1 s at 2^28
+CUPY = "cupy.sum"
+NUMBA_REDUCE = "numba cuda.reduce"
+FLOAT_RUNS = 20  # repeated runs per variant in the bits experiment
+BEST = ["vec4", "vec4_last_block", "vec4_two_pass"]
+
+COMPARISONS = [
+    Comparison(title="sum of 2^28 float32", lesson=NAME, metric="gbps", ours=BEST, reference=CUPY,
+               size=BIG),
+    Comparison(title="sum of 2^24 float32 (one launch vs CUB's two)", lesson=NAME, metric="gbps",
+               ours=BEST, reference=CUPY, size=MID),
+    Comparison(title="deterministic sum of 2^28 float32", lesson=NAME, metric="gbps",
+               ours=k.DETERMINISTIC, reference=CUPY, size=BIG),
+]
+
+
+# ----------------------------------------------------------------------------- experiment
+
+
+def _input(n, rng):
+    """Uniform [0, 1) float32: random, never zero-filled, and its sum grows like n / 2, so the
+    last bits of a float32 sum are visibly affected by the order of additions."""
+    return rng.random(n, dtype=np.float32)
+
+
+def _slices(x, n, sets):
+    """`sets` disjoint length-n views of x (offsets keep 16-byte alignment), for rotation."""
+    return [x[s * n:(s + 1) * n] for s in range(sets)]
+
+
+def measure(show_progress: bool = True, rows: list | None = None) -> pd.DataFrame:
+    """Progression, size sweep, grid sweep and references on the GPU (every result checked).
+
+    ``rows``: a list to append each row to as it is measured (a job can save a partial sweep)."""
+    from numba import cuda
+
+    from ..bench import input_sets_needed
+    from ..device import device_info
+    from ..results import make_table
+
+    rng = np.random.default_rng(2026)
+    info = device_info()
+    l2_bytes = int(info.l2_mib * 2**20)
+    host = _input(BIG, rng)
+    x = cuda.to_device(host)
+    max_blocks = info.sms * max(BLOCKS_PER_SM)
+    works = {name: k.Workspace(name, max_blocks) for name in k.BY_NAME}
+    rows = [] if rows is None else rows
+    seen = set()
+
+    def run(name, n, bps=DEFAULT_BLOCKS_PER_SM):
+        v = k.variant(name)
+        param = float(bps) if v.grid_stride else math.nan
+        key = (name, n, param)
+        if key in seen:
+            return
+        seen.add(key)
+        sets = input_sets_needed(4 * n, l2_bytes)
+        xs = _slices(x, n, sets)
+        work = works[name]
+        blocks = info.sms * bps
+
+        def launch(s):
+            k.launch(name, xs[s], work, blocks)
+
+        cuda.to_device(np.full(1, np.nan, np.float32), to=work.out)  # poison
+        runs = SLOW_RUNS if name == "atomic_per_element" and n > MID else None
+        row = timed_row(NAME, name, launch, size=n, bytes_moved=4 * n, flops=n, param=param,
+                        input_sets=sets, runs=runs)
+        rows.append(row)
+        _check(name, work.out.copy_to_host()[0], _last_slice(host, n, sets, row), n, blocks)
+
+    steps = [("progression", name, BIG, DEFAULT_BLOCKS_PER_SM) for name in k.BY_NAME]
+    steps += [("grid", name, BIG, bps) for name in GRID_VARIANTS for bps in BLOCKS_PER_SM]
+    steps += [("sizes", name, n, DEFAULT_BLOCKS_PER_SM) for n in SIZES for name in SWEEP_VARIANTS]
+    for _, name, n, bps in progress(steps, NAME) if show_progress else steps:
+        run(name, n, bps)
+    rows.extend(_references(x, host, l2_bytes))
+    return make_table(rows)
+
+
+_EXACT: dict = {}  # (id of the host input, n, slot) -> (float64 sum, sum |x|): 1 GiB sums take time
+
+
+def _last_slice(host, n, sets, row):
+    """The slice the last timed run read (runs cycle over the sets): its float64 sum and sum|x|."""
+    s = (row["runs"] - 1) % sets
+    key = (id(host), n, s)
+    if key not in _EXACT:
+        part = host[s * n:(s + 1) * n]
+        _EXACT[key] = float(np.sum(part, dtype=np.float64)), float(np.sum(np.abs(part), dtype=np.float64))
+    return _EXACT[key]
+
+
+def _check(name, got, exact, n, blocks):
+    reference, abs_sum = exact
+    bound = _bound(name, n, abs_sum, blocks)
+    if not abs(float(got) - reference) <= bound:
+        raise AssertionError(f"{name} n={n}: {got!r} against the float64 sum {reference!r} "
+                             f"(error bound {bound:.3g})")
+
+
+def _bound(name, n, abs_sum, blocks):
+    d = k.addition_depth(name, n, blocks) if name in k.BY_NAME else 2 * max(1, int(math.log2(max(n, 2))))
+    return d * k.UNIT_ROUNDOFF / (1 - d * k.UNIT_ROUNDOFF) * abs_sum
+
+
+def _references(x, host, l2_bytes):
+    """cupy.sum (CUB) and numba-cuda's cuda.reduce, on the same inputs and sizes."""
+    from numba import cuda
+
+    from ..bench import input_sets_needed
+
+    rows = []
+    sum_reduce = cuda.reduce(lambda a, b: a + b)
+    result = cuda.device_array(1, np.float32)
+    try:
+        import cupy as cp
+    except ImportError:
+        cp = None
+    if cp is not None:
+        _use_cub(cp)
+    for n in SIZES:
+        sets = input_sets_needed(4 * n, l2_bytes)
+        xs = _slices(x, n, sets)
+        if cp is not None:
+            cxs = [cp.asarray(v) for v in xs]
+            out = {}
+
+            def cupy_sum(s, cxs=cxs, out=out):
+                out["value"] = cp.sum(cxs[s])
+
+            row = timed_row(NAME, CUPY, cupy_sum, provider="cupy", size=n, bytes_moved=4 * n,
+                            flops=n, input_sets=sets)
+            rows.append(row)
+            _check(CUPY, float(out["value"]), _last_slice(host, n, sets, row), n, 0)
+
+        def numba_reduce(s, xs=xs):
+            sum_reduce(xs[s], res=result)
+
+        cuda.to_device(np.full(1, np.nan, np.float32), to=result)
+        row = timed_row(NAME, NUMBA_REDUCE, numba_reduce, provider="gpu_lessons", size=n,
+                        bytes_moved=4 * n, flops=n, input_sets=sets, runs=SLOW_RUNS if n == BIG else None)
+        rows.append(row)
+        _check(NUMBA_REDUCE, result.copy_to_host()[0], _last_slice(host, n, sets, row), n, 0)
+    return rows
+
+
+def _use_cub(cp):
+    """cupy.sum through CUB's DeviceReduce (CuPy's CUPY_ACCELERATORS; we set it explicitly)."""
+    from cupy._core import _accelerator
+
+    print("cupy reduction accelerators were", _accelerator.get_reduction_accelerators(), flush=True)
+    _accelerator.set_reduction_accelerators(["cub"])
+
+
+# -------------------------------------------------------------------------- floating point
+
+
+def float_experiment(n: int = BIG, runs: int = FLOAT_RUNS, x_host=None) -> pd.DataFrame:
+    """Each variant `runs` times on the same input: error against the float64 sum, in units of
+    the error bound and relative to sum|x|, and how many distinct float32 bit patterns came out."""
+    from numba import cuda
+
+    from ..device import device_info
+
+    rng = np.random.default_rng(7)
+    host = _input(n, rng) if x_host is None else x_host
+    x = cuda.to_device(host)
+    exact = float(np.sum(host, dtype=np.float64))
+    abs_sum = float(np.sum(np.abs(host), dtype=np.float64))
+    sms = device_info().sms
+    rows = []
+
+    def record(name, values, provider, depth):
+        bits = np.asarray(values, np.float32).view(np.uint32)
+        errors = np.abs(np.asarray(values, np.float64) - exact)
+        bound = depth * k.UNIT_ROUNDOFF / (1 - depth * k.UNIT_ROUNDOFF) * abs_sum if depth else math.nan
+        rows.append({"variant": name, "provider": provider, "size": n, "runs": len(values),
+                     "distinct_results": len(set(bits.tolist())),
+                     "first": float(values[0]), "min": float(np.min(values)), "max": float(np.max(values)),
+                     "exact": exact, "max_error": float(errors.max()),
+                     "relative_error": float(errors.max() / abs_sum),
+                     "error_bound": bound, "depth": depth})
+
+    for name in k.BY_NAME:
+        work = k.Workspace(name, sms * DEFAULT_BLOCKS_PER_SM)
+        values = []
+        for _ in range(runs if name != "atomic_per_element" or n <= MID else SLOW_RUNS):
+            k.launch(name, x, work, sms * DEFAULT_BLOCKS_PER_SM)
+            values.append(work.out.copy_to_host()[0])
+        record(name, values, "gpu_lessons", k.addition_depth(name, n, sms * DEFAULT_BLOCKS_PER_SM))
+    try:
+        import cupy as cp
+    except ImportError:
+        cp = None
+    if cp is not None:
+        _use_cub(cp)
+        cx = cp.asarray(x)
+        record(CUPY, [float(cp.sum(cx)) for _ in range(runs)], "cupy", 0)
+    sum_reduce = cuda.reduce(lambda a, b: a + b)
+    record(NUMBA_REDUCE, [sum_reduce(x) for _ in range(min(runs, SLOW_RUNS))], "gpu_lessons", 0)
+    for order, value in host_orders(host).items():
+        record(order, [value], "numpy", 0)
+    return pd.DataFrame(rows)
+
+
+def host_orders(x) -> dict:
+    """The same float32 numbers added in other orders on the host: one by one (sequential, what
+    a single thread's loop does), NumPy's pairwise float32 sum, and float64."""
+    x = np.asarray(x, np.float32)
+    return {
+        "sequential float32 (cumsum)": float(np.cumsum(x, dtype=np.float32)[-1]) if x.size else 0.0,
+        "numpy pairwise float32": float(np.sum(x, dtype=np.float32)),
+    }
+
+
+# -------------------------------------------------------------------- resources and SASS
+
+
+SASS_MARKERS = {"LDG.E.128": "16-byte loads", "LDG.E": "global loads", "SHFL.DOWN": "shuffles",
+                "RED.E.ADD.F32": "float atomic adds (no return)", "ATOM": "atomics with return",
+                "BAR.SYNC": "barriers", "LDS": "shared loads", "STS": "shared stores",
+                "MEMBAR": "fences"}
+
+
+def resources() -> pd.DataFrame:
+    """Registers, shared memory and SASS instruction counts of every compiled kernel (GPU only)."""
+    rows = []
+    kernels = {**k.KERNELS, "sum_partials": k.sum_partials}
+    for name, kernel in kernels.items():
+        sass = "\n".join(kernel.inspect_sass().values())
+        regs = kernel.get_regs_per_thread()
+        shared = kernel.get_shared_mem_per_block()
+        local = kernel.get_local_mem_per_thread()
+        row = {"kernel": name, "registers": _one(regs), "shared_bytes": _one(shared),
+               "local_bytes": _one(local)}
+        for marker in SASS_MARKERS:
+            row[marker] = sum(1 for line in sass.splitlines() if marker in line.split("/*")[-1]
+                              or f" {marker}" in line)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _one(value):
+    if isinstance(value, dict):
+        return next(iter(value.values())) if value else None
+    return value
+
+
+# -------------------------------------------------------------------------------- checks
+
+
+def check() -> pd.DataFrame:
+    """Every kernel against a float64 NumPy sum, within its derived error bound (both modes)."""
+    rng = np.random.default_rng()
+    rows = []
+    for n in (0, 1, 200, 1027):
+        x = rng.standard_normal(n, dtype=np.float32)
+        exact = float(np.sum(x, dtype=np.float64))
+        for v in k.VARIANTS:
+            blocks = 2 if v.grid_stride else None
+            got = k.reduce_sum(x, v.name, blocks=blocks)
+            bound = k.error_bound(x, v.name, blocks)
+            rows.append(check_row(f"{v.name} n={n}", abs(float(got) - exact) <= bound,
+                                  f"|{float(got):.7g} - {exact:.7g}| <= {bound:.2g} (derived bound)"))
+    return pd.DataFrame(rows)
+
+
+def figures(table: pd.DataFrame, ceilings: dict, provenance: str) -> dict:
+    from .. import plots
+
+    progression = progression_table(table, ceilings)
+    return {
+        "progression": plots.percent_of_ceiling(
+            table[(table["size"] == BIG) & table["variant"].isin(list(k.BY_NAME) + [CUPY, NUMBA_REDUCE])
+                  & (table["param"].isna() | (table["param"] == DEFAULT_BLOCKS_PER_SM))],
+            ceiling=ceilings["bandwidth_gbps"], ceiling_label="measured bandwidth ceiling",
+            provenance=provenance, title="Reduce of 2^28 float32: share of the bandwidth ceiling"),
+        "sizes": plots.bandwidth_vs_size(
+            table[table["variant"].isin(SWEEP_VARIANTS + [CUPY, NUMBA_REDUCE])
+                  & (table["param"].isna() | (table["param"] == DEFAULT_BLOCKS_PER_SM))],
+            ceiling_gbps=ceilings["bandwidth_gbps"], ceiling_label="measured bandwidth ceiling",
+            provenance=provenance, title="Reduce: bandwidth against size"),
+    } if len(progression) else {}
+
+
+def progression_table(table: pd.DataFrame, ceilings: dict) -> pd.DataFrame:
+    """The teaching steps at 2^28: time, GB/s, share of the ceiling, speed-up over the step before."""
+    rows = table[(table["size"] == BIG) & table["variant"].isin(list(k.BY_NAME))
+                 & (table["param"].isna() | (table["param"] == DEFAULT_BLOCKS_PER_SM))]
+    rows = rows.set_index("variant").reindex([n for n in k.BY_NAME if n in set(rows["variant"])])
+    out = pd.DataFrame({
+        "step": [k.BY_NAME[n].step for n in rows.index],
+        "median_ms": rows["median_ms"], "gbps": rows["gbps"],
+        "of_ceiling": rows["gbps"] / ceilings["bandwidth_gbps"],
+    })
+    out["speedup"] = out["median_ms"].shift(1) / out["median_ms"]
+    return out
+
+
+def load(live: bool | None = None, gpu: str | None = None):
+    """This lesson's table: measured now on a GPU, else the reference recording (see common.load)."""
+    from . import common
+
+    return common.load(sys.modules[__name__], live=live, gpu=gpu)
+
+
+def timed(label, fn, *args, **kwargs):
+    """Run fn, print how long it took (for the GPU job's log)."""
+    start = time.perf_counter()
+    value = fn(*args, **kwargs)
+    print(f"[{label}] {time.perf_counter() - start:.1f} s", flush=True)
+    return value
