@@ -12,6 +12,7 @@ import json
 import signal
 import sys
 import time
+import traceback
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +20,6 @@ import pandas as pd
 
 import gpu_lessons
 from gpu_lessons import results
-from gpu_lessons.kernels import reduce as k
 from gpu_lessons.lessons import reduce as lesson
 from gpu_lessons.lessons.common import measurement_meta
 
@@ -50,24 +50,30 @@ def main(out: Path) -> int:
     table.to_csv(out / "reduce.csv", index=False)
     results.write_recording(table, measurement_meta(lesson.NAME, live=False), lesson.NAME, root=out / "data")
     log(f"measure: {len(table)} rows")
-    host = lesson._input(lesson.BIG, np.random.default_rng(7))
-    floats = [lesson.float_experiment(n, x_host=host[:n]) for n in (lesson.MID, lesson.BIG)]
-    pd.concat(floats).to_csv(out / "reduce_float.csv", index=False)
-    log("float experiment done")
-    res = lesson.resources()
-    res.to_csv(out / "reduce_resources.csv", index=False)
+    try:
+        extras = lesson.measure_extras()
+        lesson.record_extras(root=out / "data", extras=extras)
+    except Exception:  # noqa: BLE001 - keep the sweep's summary even if the extras fail
+        traceback.print_exc()
+        extras = {"float": [], "resources": [], "sass": {}}
+    log("float experiment, resources and SASS done")
     sass = out / "sass"
     sass.mkdir(exist_ok=True)
-    for name, kernel in {**k.KERNELS, "sum_partials": k.sum_partials}.items():
+    for name, kernel in lesson._compiled_kernels().items():
         (sass / f"{name}.sass").write_text("\n".join(kernel.inspect_sass().values()))
-    log("resources and SASS done")
+    res = pd.DataFrame(extras["resources"])
+    floats = [pd.DataFrame(extras["float"])] if extras["float"] else []
+    for name, lines in extras["sass"].items():
+        print(f"--- {name}: " + " | ".join(lines[:30]))
 
     pd.set_option("display.width", 200)
     pd.set_option("display.max_columns", 30)
     print(res.to_string())
-    f = pd.concat(floats)
-    columns = ["variant", "size", "runs", "distinct_results", "relative_error", "max_error", "error_bound"]
-    print(f[columns].to_string())
+    if floats:
+        f = pd.concat(floats)
+        columns = ["variant", "size", "runs", "distinct_results", "relative_error", "max_error",
+                   "error_bound"]
+        print(f[columns].to_string())
     t = table.copy()
     print(t[t["size"] == lesson.BIG][["variant", "param", "median_ms", "gbps"]].round(3).to_string())
     sizes = t[t["param"].isna() | (t["param"] == lesson.DEFAULT_BLOCKS_PER_SM)]

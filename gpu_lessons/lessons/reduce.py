@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import sys
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -253,34 +254,118 @@ def host_orders(x) -> dict:
 # -------------------------------------------------------------------- resources and SASS
 
 
-SASS_MARKERS = {"LDG.E.128": "16-byte loads", "LDG.E": "global loads", "SHFL.DOWN": "shuffles",
-                "RED.E.ADD.F32": "float atomic adds (no return)", "ATOM": "atomics with return",
-                "BAR.SYNC": "barriers", "LDS": "shared loads", "STS": "shared stores",
-                "MEMBAR": "fences"}
+SASS_MARKERS = {"LDG.E.128": "16-byte global loads", "LDG.E ": "4-byte global loads",
+                "SHFL.DOWN": "shuffles", "RED.E.ADD.F32": "float atomic adds",
+                "ATOMG": "atomics with a result", "BAR.SYNC": "barriers", "LDS": "shared loads",
+                "STS": "shared stores", "MEMBAR": "memory fences"}
+SASS_EXCERPT_KERNELS = ["atomic_per_element", "warp_shuffle", "vec4"]
+EXCERPT_OPS = ("LDG", "FADD", "SHFL", "RED", "ATOM", "BAR", "MEMBAR", "BRA")
+
+
+def _compiled_kernels() -> dict:
+    return {**k.KERNELS, "sum_partials": k.sum_partials}
+
+
+def _sass_lines(sass: str) -> list[str]:
+    """The instruction text of each SASS line ('LDG.E.128 R4, desc[UR6][R2.64] ;')."""
+    lines = []
+    for line in sass.splitlines():
+        if "*/" in line and line.strip().startswith("/*"):
+            text = line.split("*/", 1)[1].strip().rstrip("/").strip()
+            if text and not text.startswith("/*"):
+                lines.append(text)
+    return lines
 
 
 def resources() -> pd.DataFrame:
     """Registers, shared memory and SASS instruction counts of every compiled kernel (GPU only)."""
     rows = []
-    kernels = {**k.KERNELS, "sum_partials": k.sum_partials}
-    for name, kernel in kernels.items():
-        sass = "\n".join(kernel.inspect_sass().values())
-        regs = kernel.get_regs_per_thread()
-        shared = kernel.get_shared_mem_per_block()
-        local = kernel.get_local_mem_per_thread()
-        row = {"kernel": name, "registers": _one(regs), "shared_bytes": _one(shared),
-               "local_bytes": _one(local)}
+    for name, kernel in _compiled_kernels().items():
+        lines = _sass_lines("\n".join(kernel.inspect_sass().values()))
+        row = {"kernel": name, "registers": _one(kernel.get_regs_per_thread()),
+               "shared_bytes": _one(kernel.get_shared_mem_per_block()),
+               "local_bytes": _one(kernel.get_local_mem_per_thread())}
         for marker in SASS_MARKERS:
-            row[marker] = sum(1 for line in sass.splitlines() if marker in line.split("/*")[-1]
-                              or f" {marker}" in line)
+            row[marker.strip()] = sum(1 for line in lines if (line + " ").startswith(marker)
+                                      or f" {marker}" in f" {line} ")
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def sass_excerpts() -> dict:
+    """Loads, adds, shuffles, atomics and branches of a few kernels, in program order (GPU only)."""
+    excerpts = {}
+    for name in SASS_EXCERPT_KERNELS:
+        lines = _sass_lines("\n".join(_compiled_kernels()[name].inspect_sass().values()))
+        excerpts[name] = [line for line in lines if any(op in line.split(" ")[0] for op in EXCERPT_OPS)
+                          or (line.startswith("@") and any(op in line for op in EXCERPT_OPS))]
+    return excerpts
 
 
 def _one(value):
     if isinstance(value, dict):
         return next(iter(value.values())) if value else None
     return value
+
+
+# --------------------------------------------------------- extras: floating point, resources
+
+EXTRAS = "reduce_extras.json"
+
+
+def measure_extras(x_host=None) -> dict:
+    """On the GPU: the floating-point experiment at 2^24 and 2^28 elements, resources, SASS."""
+    host = _input(BIG, np.random.default_rng(7)) if x_host is None else x_host
+    floats = pd.concat([float_experiment(n, x_host=host[:n]) for n in (MID, BIG)], ignore_index=True)
+    return {"float": floats.to_dict(orient="records"), "resources": resources().to_dict(orient="records"),
+            "sass": sass_excerpts()}
+
+
+def record_extras(root=None, extras: dict | None = None) -> str:
+    """Write data/<gpu>/reduce_extras.json (the extras and the provenance) and return its path."""
+    import json
+
+    from ..results import data_root
+    from .common import measurement_meta
+
+    meta = measurement_meta(NAME, live=False)
+    extras = measure_extras() if extras is None else extras
+    path = data_root(root) / meta["slug"] / EXTRAS
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"meta": meta, **extras}, indent=1, default=float) + "\n")
+    return str(path)
+
+
+@dataclass(frozen=True)
+class Extras:
+    float: pd.DataFrame
+    resources: pd.DataFrame
+    sass: dict
+    provenance: str
+    source: str
+
+
+def load_extras(live: bool | None = None, gpu: str | None = None) -> Extras:
+    """Measured now on a GPU (``live=None`` decides by mode), else the recorded extras."""
+    import json
+
+    from .. import SIMULATED, results
+
+    if live is None:
+        live = not SIMULATED
+    if live:
+        from .common import measurement_meta
+
+        extras = measure_extras()
+        meta = measurement_meta(NAME, live=True)
+        return Extras(pd.DataFrame(extras["float"]), pd.DataFrame(extras["resources"]), extras["sass"],
+                      results.provenance(meta), "measured just now")
+    path = results.data_root() / (gpu or results.DEFAULT_GPU) / EXTRAS
+    if not path.exists():
+        raise results.MissingRecordingError(f"{results.shown_path(path)}: no recorded extras")
+    data = json.loads(path.read_text())
+    return Extras(pd.DataFrame(data["float"]), pd.DataFrame(data["resources"]), data["sass"],
+                  results.provenance(data["meta"]), results.shown_path(path))
 
 
 # -------------------------------------------------------------------------------- checks
