@@ -372,14 +372,16 @@ def load_extras(live: bool | None = None, gpu: str | None = None) -> Extras:
 
 
 def check() -> pd.DataFrame:
-    """Every kernel against a float64 NumPy sum, within its derived error bound (both modes)."""
+    """Every kernel against a float64 NumPy sum, within its derived error bound (both modes):
+    length 0, and a length that is not a multiple of the block (grid-stride kernels: one block,
+    5003 elements = a full float4 round, a partial one and a scalar tail)."""
     rng = np.random.default_rng()
     rows = []
-    for n in (0, 1, 200, 1027):
-        x = rng.standard_normal(n, dtype=np.float32)
-        exact = float(np.sum(x, dtype=np.float64))
-        for v in k.VARIANTS:
-            blocks = 2 if v.grid_stride else None
+    for v in k.VARIANTS:
+        blocks = 1 if v.grid_stride else None
+        for n in (0, 5003 if v.grid_stride else 300):
+            x = rng.standard_normal(n, dtype=np.float32)
+            exact = float(np.sum(x, dtype=np.float64))
             got = k.reduce_sum(x, v.name, blocks=blocks)
             bound = k.error_bound(x, v.name, blocks)
             rows.append(check_row(f"{v.name} n={n}", abs(float(got) - exact) <= bound,
@@ -387,29 +389,135 @@ def check() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+# ----------------------------------------------------------------- the tracer's story (simulator)
+
+TREES = ["tree_interleaved", "tree_strided_index", "tree_sequential"]
+
+
+def tree_traces(seed: int = 0) -> dict:
+    """Each shared-memory tree traced on one block of 256 random floats (simulator)."""
+    from ..sim import trace
+
+    x = np.random.default_rng(seed).random(k.BLOCK, dtype=np.float32)
+    traces = {}
+    for name in TREES:
+        out = np.zeros(1, np.float32)
+        traces[name] = trace.trace(k.KERNELS[name], 1, k.BLOCK, x, out)
+        if not np.isclose(out[0], np.sum(x, dtype=np.float64), rtol=1e-5):
+            raise AssertionError(f"{name} summed {out[0]}, not {np.sum(x)}")
+    return traces
+
+
+def tree_counts(traces: dict) -> pd.DataFrame:
+    """The tree's add ``sdata[a] += sdata[b]``: its first load, per kernel: warp instructions,
+    active lanes per instruction (32 = no divergence), wavefronts and bank conflicts."""
+    rows = []
+    for name, counts in traces.items():
+        table = counts.by_instruction
+        add = table[(table["space"] == "shared") & (table["op"] == "ld")].iloc[0]
+        rows.append({"kernel": name, "source": add["source"], "warp instructions": int(add["instructions"]),
+                     "lanes per instruction": round(add["threads"] / add["instructions"], 1),
+                     "wavefronts": int(add["wavefronts"]), "bank conflicts": int(add["bank_conflicts"])})
+    return pd.DataFrame(rows).set_index("kernel")
+
+
+# --------------------------------------------------------------------------- models and views
+
+
+def launch_model(table: pd.DataFrame, variants: list[str], smallest: int = 2**10) -> pd.DataFrame:
+    """Fit t(n) = t0 + 4n / BW per variant (least squares on the size sweep, relative errors):
+    t0 is what a call costs beyond moving bytes (launches, the last block's tail). Returns
+    variant, t0_us, bw_gbps and the largest |model - measured| / measured over the sweep."""
+    rows = []
+    for name in variants:
+        part = table[(table["variant"] == name) & (table["size"] >= smallest)
+                     & (table["param"].isna() | (table["param"] == DEFAULT_BLOCKS_PER_SM))]
+        if len(part) < 3:
+            continue
+        t = part["median_ms"].to_numpy() * 1e-3
+        design = np.stack([np.ones_like(t), part["bytes"].to_numpy(dtype=float)], axis=1) / t[:, None]
+        (t0, per_byte), *_ = np.linalg.lstsq(design, np.ones_like(t), rcond=None)
+        model = t0 + per_byte * part["bytes"].to_numpy(dtype=float)
+        rows.append({"variant": name, "t0_us": t0 * 1e6, "bw_gbps": 1e-9 / per_byte,
+                     "max_model_error": float(np.max(np.abs(model - t) / t))})
+    return pd.DataFrame(rows)
+
+
+def model_curves(fits: pd.DataFrame, sizes) -> pd.DataFrame:
+    """The fitted t(n) as GB/s at each size, for drawing beside the measurements."""
+    rows = []
+    for fit in fits.itertuples():
+        for n in sizes:
+            seconds = fit.t0_us * 1e-6 + 4 * n / (fit.bw_gbps * 1e9)
+            rows.append({"variant": fit.variant, "x": 4 * n, "value": 4 * n / seconds / 1e9})
+    return pd.DataFrame(rows)
+
+
+BYTES_IN_FLIGHT_PER_THREAD = {"grid_stride": 8, "warp_shuffle": 8, "vec4": 64, "vec4_last_block": 64}
+
+
+def in_flight(table: pd.DataFrame, sms: int) -> pd.DataFrame:
+    """The grid sweep with the bytes each SM has requested and not yet received (loads issued
+    before the first use: 2 floats per thread for the scalar kernels, 4 float4 for vec4), and the
+    latency Little's law implies: bytes in flight on the chip / bandwidth."""
+    rows = grid_rows(table).copy()
+    per_thread = rows["variant"].map(BYTES_IN_FLIGHT_PER_THREAD)
+    rows["bytes_in_flight_per_sm"] = rows["param"] * k.BLOCK * per_thread
+    rows["implied_latency_ns"] = rows["bytes_in_flight_per_sm"] * sms / (rows["gbps"] * 1e9) * 1e9
+    return rows[["variant", "param", "gbps", "bytes_in_flight_per_sm", "implied_latency_ns"]]
+
+
+def versus(table: pd.DataFrame, reference: str = CUPY, variants=None) -> pd.DataFrame:
+    """GB/s of each variant over the reference's at each size of the sweep."""
+    variants = variants or BEST
+    wide = _default_grid(table).pivot_table(index="size", columns="variant", values="gbps")
+    return wide[[v for v in variants if v in wide]].div(wide[reference], axis=0)
+
+
+def _default_grid(table: pd.DataFrame) -> pd.DataFrame:
+    return table[table["param"].isna() | (table["param"] == DEFAULT_BLOCKS_PER_SM)]
+
+
+def progression_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """Every variant and reference at 2^28 (grid-stride kernels at 8 blocks per SM)."""
+    return _default_grid(table[table["size"] == BIG])
+
+
+def sweep_rows(table: pd.DataFrame) -> pd.DataFrame:
+    return _default_grid(table[table["variant"].isin(SWEEP_VARIANTS + [CUPY, NUMBA_REDUCE])])
+
+
+def grid_rows(table: pd.DataFrame) -> pd.DataFrame:
+    return table[table["variant"].isin(GRID_VARIANTS) & (table["size"] == BIG) & table["param"].notna()]
+
+
 def figures(table: pd.DataFrame, ceilings: dict, provenance: str) -> dict:
     from .. import plots
 
-    progression = progression_table(table, ceilings)
+    ceiling, label = ceilings["bandwidth_gbps"], "measured bandwidth ceiling"
+    sweep = sweep_rows(table)
+    fits = launch_model(table, SWEEP_VARIANTS + [CUPY])
     return {
-        "progression": plots.percent_of_ceiling(
-            table[(table["size"] == BIG) & table["variant"].isin(list(k.BY_NAME) + [CUPY, NUMBA_REDUCE])
-                  & (table["param"].isna() | (table["param"] == DEFAULT_BLOCKS_PER_SM))],
-            ceiling=ceilings["bandwidth_gbps"], ceiling_label="measured bandwidth ceiling",
-            provenance=provenance, title="Reduce of 2^28 float32: share of the bandwidth ceiling"),
-        "sizes": plots.bandwidth_vs_size(
-            table[table["variant"].isin(SWEEP_VARIANTS + [CUPY, NUMBA_REDUCE])
-                  & (table["param"].isna() | (table["param"] == DEFAULT_BLOCKS_PER_SM))],
-            ceiling_gbps=ceilings["bandwidth_gbps"], ceiling_label="measured bandwidth ceiling",
-            provenance=provenance, title="Reduce: bandwidth against size"),
-    } if len(progression) else {}
+        "progression": plots.steps_in_order(
+            progression_rows(table), list(k.BY_NAME), ceiling, ceiling_label=label,
+            provenance=provenance, title="Sum of 2^28 float32, step by step"),
+        "bandwidth_vs_size": plots.metric_vs(
+            sweep.assign(x=sweep["bytes"]), "bytes", xlabel="Bytes read per call", ceiling=ceiling,
+            ceiling_label=label, provenance=provenance, title="Reduce: bandwidth against size",
+            models=model_curves(fits[fits["variant"].isin(["vec4_last_block", CUPY])], SIZES)),
+        "time_vs_size": plots.metric_vs(
+            sweep, "bytes", metric="median_us", xlabel="Bytes read per call", log_y=True,
+            provenance=provenance, title="Reduce: time per call against size"),
+        "grid": plots.metric_vs(
+            grid_rows(table), "param", xlabel="Blocks per SM (256 threads each)", ceiling=ceiling,
+            ceiling_label=label, provenance=provenance, title="Grid-stride kernels: grid size, 2^28"),
+    }
 
 
 def progression_table(table: pd.DataFrame, ceilings: dict) -> pd.DataFrame:
     """The teaching steps at 2^28: time, GB/s, share of the ceiling, speed-up over the step before."""
-    rows = table[(table["size"] == BIG) & table["variant"].isin(list(k.BY_NAME))
-                 & (table["param"].isna() | (table["param"] == DEFAULT_BLOCKS_PER_SM))]
-    rows = rows.set_index("variant").reindex([n for n in k.BY_NAME if n in set(rows["variant"])])
+    rows = progression_rows(table).set_index("variant")
+    rows = rows.reindex([name for name in k.BY_NAME if name in rows.index])
     out = pd.DataFrame({
         "step": [k.BY_NAME[n].step for n in rows.index],
         "median_ms": rows["median_ms"], "gbps": rows["gbps"],
