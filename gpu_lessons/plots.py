@@ -438,10 +438,9 @@ def steps_in_order(
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}%"))
     ax.set_ylim(-0.6, len(names) - 0.4)
     ax.tick_params(axis="y", length=0)
-    ax.legend(loc="lower right", fontsize=STYLE["legend_size"], frameon=False)
+    ax.legend(loc="upper right", fontsize=STYLE["legend_size"], frameon=False)  # short bars on top
     fig = _finish(fig, ax, title or f"Steps in teaching order: share of the {label}",
-                  f"% of {label} (log scale; after each value: speed-up over the step above)", "",
-                  provenance)
+                  f"% of {label} (log scale); 2x = speed-up over the step above", "", provenance)
     ax.grid(False, axis="y")
     return fig
 
