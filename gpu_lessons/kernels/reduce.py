@@ -386,7 +386,8 @@ def zero(out) -> None:
     elif hasattr(out, "_ary"):  # a simulator device array
         out._ary[...] = 0
     else:
-        cuda.cudadrv.driver.device_memset(out, 0, out.nbytes)
+        # cuMemsetD8Async on the default stream: queued behind the last kernel, host not blocked
+        cuda.cudadrv.driver.device_memset(out, 0, out.nbytes, stream=cuda.default_stream())
 
 
 def launch(name: str, x, work: Workspace, blocks: int | None = None) -> None:
