@@ -46,17 +46,25 @@ def main(out: Path) -> int:
     log(f"checks: {int(checks['passed'].sum())}/{len(checks)} passed")
     if not checks["passed"].all():
         print(checks[~checks["passed"]].to_string())
+    try:
+        from cupy._core import _accelerator
+
+        print("cupy's default reduction accelerators:", _accelerator.get_reduction_accelerators())
+    except Exception as error:  # noqa: BLE001 - informative only
+        print("cupy accelerators unknown:", error)
+    lesson.STRICT = False  # a probing run: report failed checks at the end instead of stopping
+    try:
+        extras = lesson.measure_extras()
+        lesson.record_extras(root=out / "data", extras=extras)
+    except Exception:  # noqa: BLE001 - keep going: the sweep still tells a lot
+        traceback.print_exc()
+        extras = {"float": [], "resources": [], "sass": {}}
+    log("float experiment, resources and SASS done")
+    pd.DataFrame(extras["float"]).to_csv(out / "reduce_float.csv", index=False)
     table = lesson.measure(show_progress=False, rows=rows)
     table.to_csv(out / "reduce.csv", index=False)
     results.write_recording(table, measurement_meta(lesson.NAME, live=False), lesson.NAME, root=out / "data")
     log(f"measure: {len(table)} rows")
-    try:
-        extras = lesson.measure_extras()
-        lesson.record_extras(root=out / "data", extras=extras)
-    except Exception:  # noqa: BLE001 - keep the sweep's summary even if the extras fail
-        traceback.print_exc()
-        extras = {"float": [], "resources": [], "sass": {}}
-    log("float experiment, resources and SASS done")
     sass = out / "sass"
     sass.mkdir(exist_ok=True)
     for name, kernel in lesson._compiled_kernels().items():
@@ -84,6 +92,7 @@ def main(out: Path) -> int:
         ours = mine.set_index("size")["gbps"]
         print(name, "/ cupy.sum:", json.dumps({int(s): round(float(ours[s] / cupy[s]), 3)
                                                for s in ours.index if s in cupy.index}))
+    print("failed checks:", lesson.FAILED_CHECKS or "none")
     return 0
 
 

@@ -126,8 +126,7 @@ def solution_reduce_sum(x, out):
 
 
 def _gamma(depth: int) -> float:
-    u = k.UNIT_ROUNDOFF
-    return depth * u / (1 - depth * u)
+    return k.gamma(depth)
 
 
 def check_tolerance(tolerance) -> object:

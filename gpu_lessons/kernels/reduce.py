@@ -455,7 +455,14 @@ def addition_depth(name: str, n: int, blocks: int | None = None) -> int:
 def error_bound(x: np.ndarray, name: str, blocks: int | None = None) -> float:
     """Worst-case |float32 sum - exact sum| for this variant: gamma_d * sum|x| (Higham, 4.3),
     d = addition_depth, gamma_d = d u / (1 - d u). Tests use it as their tolerance."""
-    d = addition_depth(name, int(np.size(x)), blocks)
-    gamma = d * UNIT_ROUNDOFF / (1 - d * UNIT_ROUNDOFF)
-    return gamma * float(np.sum(np.abs(np.asarray(x, dtype=np.float64))))
+    return gamma(addition_depth(name, int(np.size(x)), blocks)) * float(
+        np.sum(np.abs(np.asarray(x, dtype=np.float64))))
+
+
+def gamma(depth: int) -> float:
+    """gamma_d = d u / (1 - d u); infinite once d u >= 1 (2^24 additions in a chain): from there
+    on a float32 chain can lose everything (a running sum of 2^24 stops growing when each new
+    element is below 1)."""
+    du = depth * UNIT_ROUNDOFF
+    return du / (1 - du) if du < 1 else math.inf
 

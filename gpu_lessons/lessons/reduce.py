@@ -111,7 +111,12 @@ def measure(show_progress: bool = True, rows: list | None = None) -> pd.DataFram
     steps += [("sizes", name, n, DEFAULT_BLOCKS_PER_SM) for n in SIZES for name in SWEEP_VARIANTS]
     for _, name, n, bps in progress(steps, NAME) if show_progress else steps:
         run(name, n, bps)
-    rows.extend(_references(x, host, l2_bytes))
+    try:
+        rows.extend(_references(x, host, l2_bytes))
+    except Exception as error:  # noqa: BLE001 - a probing run keeps the kernels' rows
+        if STRICT:
+            raise
+        FAILED_CHECKS.append(f"references: {type(error).__name__}: {error}")
     return make_table(rows)
 
 
@@ -128,17 +133,24 @@ def _last_slice(host, n, sets, row):
     return _EXACT[key]
 
 
+STRICT = True  # a failed check stops measure(); a probing job may set False and read FAILED_CHECKS
+FAILED_CHECKS: list = []
+
+
 def _check(name, got, exact, n, blocks):
     reference, abs_sum = exact
     bound = _bound(name, n, abs_sum, blocks)
     if not abs(float(got) - reference) <= bound:
-        raise AssertionError(f"{name} n={n}: {got!r} against the float64 sum {reference!r} "
-                             f"(error bound {bound:.3g})")
+        message = f"{name} n={n}: {got!r} against the float64 sum {reference!r} (error bound {bound:.3g})"
+        if STRICT:
+            raise AssertionError(message)
+        FAILED_CHECKS.append(message)
 
 
 def _bound(name, n, abs_sum, blocks):
+    """Our kernels: their own depth. A library: a generous 2 log2(n) (a tree of some shape)."""
     d = k.addition_depth(name, n, blocks) if name in k.BY_NAME else 2 * max(1, int(math.log2(max(n, 2))))
-    return d * k.UNIT_ROUNDOFF / (1 - d * k.UNIT_ROUNDOFF) * abs_sum
+    return k.gamma(d) * abs_sum
 
 
 def _references(x, host, l2_bytes):
@@ -184,10 +196,12 @@ def _references(x, host, l2_bytes):
 
 def _use_cub(cp):
     """cupy.sum through CUB's DeviceReduce (CuPy's CUPY_ACCELERATORS; we set it explicitly)."""
-    from cupy._core import _accelerator
+    try:
+        from cupy._core import _accelerator
 
-    print("cupy reduction accelerators were", _accelerator.get_reduction_accelerators(), flush=True)
-    _accelerator.set_reduction_accelerators(["cub"])
+        _accelerator.set_reduction_accelerators(["cub"])
+    except (ImportError, AttributeError) as error:  # a CuPy without that switch: its default
+        FAILED_CHECKS.append(f"could not select CUB for cupy.sum: {error}")
 
 
 # -------------------------------------------------------------------------- floating point
@@ -211,7 +225,7 @@ def float_experiment(n: int = BIG, runs: int = FLOAT_RUNS, x_host=None) -> pd.Da
     def record(name, values, provider, depth):
         bits = np.asarray(values, np.float32).view(np.uint32)
         errors = np.abs(np.asarray(values, np.float64) - exact)
-        bound = depth * k.UNIT_ROUNDOFF / (1 - depth * k.UNIT_ROUNDOFF) * abs_sum if depth else math.nan
+        bound = k.gamma(depth) * abs_sum if depth else math.nan
         rows.append({"variant": name, "provider": provider, "size": n, "runs": len(values),
                      "distinct_results": len(set(bits.tolist())),
                      "first": float(values[0]), "min": float(np.min(values)), "max": float(np.max(values)),
