@@ -376,7 +376,6 @@ class Workspace:
         self.out = cuda.device_array(1, np.float32)
         self.partials = cuda.device_array(max(1, max_blocks), np.float32)
         self.counter = cuda.to_device(np.zeros(1, np.int32))
-        self.zero = cuda.to_device(np.zeros(1, np.float32))
 
 
 def zero(out) -> None:
