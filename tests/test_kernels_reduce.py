@@ -56,6 +56,20 @@ def test_nan_and_inf_as_numpy(name):
         assert (np.isnan(got) and np.isnan(expected)) or got == expected, (specials, got, expected)
 
 
+def test_fixed_order_sum_of_many_partials():
+    """The deterministic kernels' second stage on as many partials as a full GPU grid gives
+    (1056 = 132 SMs x 8 blocks): four loads per thread per round, then up to three more."""
+    rng = np.random.default_rng()
+    for count in (1, 700, 1056, 1500):
+        partials = rng.standard_normal(count + 5, dtype=np.float32)  # past count: never read
+        partials[count:] = np.nan
+        out = np.full(1, np.nan, np.float32)
+        k.sum_partials[1, k.BLOCK](partials, np.int32(count), out)
+        exact = float(np.sum(partials[:count], dtype=np.float64))
+        depth = -(-count // k.BLOCK) + 2 + 8
+        assert abs(float(out[0]) - exact) <= k.gamma(depth) * np.sum(np.abs(partials[:count])), count
+
+
 def test_bad_inputs_are_refused_clearly():
     x = np.ones(64, np.float32)
     with pytest.raises(InputError, match="dtype float32"):

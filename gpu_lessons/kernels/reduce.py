@@ -211,9 +211,12 @@ def warp_shuffle(x, out):
 
 @cuda.jit(device=True)
 def vec4_thread_sum(x):
-    """This thread's share of x: 4 float4 loads issued before any add, then the float4 and
-    scalar tails. Thread t reads float4 groups t, t + T, t + 2T... (T threads in the grid), so
-    each warp-wide load4 covers 512 consecutive bytes."""
+    """This thread's share of x, with 16-byte loads issued four at a time before any add.
+
+    Thread t reads float4 groups t, t + T, t + 2T... (T threads in the grid), so each warp-wide
+    load4 covers 512 consecutive bytes. After the full rounds, at most three float4 are left for
+    this thread: they are loaded together too (one memory round trip, not three), then the
+    n % 4 elements after the last float4."""
     n = uint64(x.size)
     groups = n // uint64(4)
     threads = uint64(cuda.gridsize(1))
@@ -222,7 +225,7 @@ def vec4_thread_sum(x):
     step = three + threads  # UNROLL x threads
     a0 = a1 = a2 = a3 = float32(0)
     g = t
-    while g + three < groups:  # 64 bytes in flight per thread
+    while g + three < groups:  # full rounds: 64 bytes in flight per thread
         p0, p1, p2, p3 = load4(x, g)
         q0, q1, q2, q3 = load4(x, g + threads)
         r0, r1, r2, r3 = load4(x, g + two)
@@ -232,13 +235,17 @@ def vec4_thread_sum(x):
         a2 += (p2 + q2) + (r2 + s2)
         a3 += (p3 + q3) + (r3 + s3)
         g += step
-    while g < groups:  # the last, incomplete round: one float4 at a time
+    p0 = p1 = p2 = p3 = q0 = q1 = q2 = q3 = r0 = r1 = r2 = r3 = float32(0)
+    if g < groups:  # the last, partial round: up to three float4, all in flight at once
         p0, p1, p2, p3 = load4(x, g)
-        a0 += p0
-        a1 += p1
-        a2 += p2
-        a3 += p3
-        g += threads
+    if g + threads < groups:
+        q0, q1, q2, q3 = load4(x, g + threads)
+    if g + two < groups:
+        r0, r1, r2, r3 = load4(x, g + two)
+    a0 += (p0 + q0) + r0
+    a1 += (p1 + q1) + r1
+    a2 += (p2 + q2) + r2
+    a3 += (p3 + q3) + r3
     tail = groups * uint64(4) + t  # the n % 4 elements after the last float4
     if tail < n:
         a0 += x[tail]
@@ -258,11 +265,24 @@ def vec4(x, out):
 
 @cuda.jit(device=True)
 def fixed_order_sum(partials, count):
-    """Sum partials[0:count] in an order that depends only on count (one block)."""
+    """Sum partials[0:count] in an order that depends only on count (one block). Each thread
+    loads four partials at a time (one round trip per four, as in vec4_thread_sum)."""
     warp_sums = cuda.shared.array(WARP, float32)
+    width = cuda.blockDim.x
+    b = cuda.threadIdx.x
     value = float32(0)
-    for b in range(cuda.threadIdx.x, count, cuda.blockDim.x):
-        value += partials[b]
+    while b + 3 * width < count:
+        v0, v1, v2, v3 = partials[b], partials[b + width], partials[b + 2 * width], partials[b + 3 * width]
+        value += (v0 + v1) + (v2 + v3)
+        b += 4 * width
+    v0 = v1 = v2 = float32(0)
+    if b < count:
+        v0 = partials[b]
+    if b + width < count:
+        v1 = partials[b + width]
+    if b + 2 * width < count:
+        v2 = partials[b + 2 * width]
+    value += (v0 + v1) + v2
     return block_reduce_sum(value, warp_sums)
 
 
@@ -277,6 +297,10 @@ def vec4_last_block(x, partials, counter, out):
     is_last = cuda.shared.array(1, int32)
     tid = cuda.threadIdx.x
     value = block_reduce_sum(vec4_thread_sum(x), warp_sums)
+    if cuda.gridDim.x == 1:  # one block (a small input): its sum is the result, no ticket needed
+        if tid == 0:
+            out[0] = value
+        return
     if tid == 0:
         partials[cuda.blockIdx.x] = value
         cuda.threadfence()
@@ -447,7 +471,7 @@ def addition_depth(name: str, n: int, blocks: int | None = None) -> int:
         chain = rounds + 2 + 2  # (p + q) + (r + s) into the lane, then the 4 lanes + the tail
     else:
         chain = -(-n // (grid * BLOCK))  # elements one thread adds
-    merge = grid if v.atomic else -(-grid // BLOCK) + log_block  # atomics: a chain of blocks
+    merge = grid if v.atomic else -(-grid // BLOCK) + 2 + log_block  # atomics: a chain of blocks
     return chain + log_block + merge
 
 

@@ -269,10 +269,10 @@ def host_orders(x) -> dict:
 
 
 SASS_MARKERS = {"LDG.E.128": "16-byte global loads", "LDG.E ": "4-byte global loads",
-                "SHFL.DOWN": "shuffles", "RED.E.ADD.F32": "float atomic adds",
+                "SHFL.DOWN": "shuffles", "REDG.E.ADD.F32": "float atomic adds (no result)",
                 "ATOMG": "atomics with a result", "BAR.SYNC": "barriers", "LDS": "shared loads",
                 "STS": "shared stores", "MEMBAR": "memory fences"}
-SASS_EXCERPT_KERNELS = ["atomic_per_element", "warp_shuffle", "vec4"]
+SASS_EXCERPT_KERNELS = ["atomic_per_element", "warp_shuffle", "vec4", "vec4_last_block"]
 EXCERPT_OPS = ("LDG", "FADD", "SHFL", "RED", "ATOM", "BAR", "MEMBAR", "BRA")
 
 
