@@ -467,6 +467,23 @@ def model_curves(fits: pd.DataFrame, sizes) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def atomic_model(table: pd.DataFrame) -> pd.DataFrame:
+    """Steps 1-5 all end in float atomics on out[0]: one per element, then one per block. The L2
+    performs atomics on one address one after another, so step 1 measures the time of one; the
+    model t = atomics x that time is then checked against steps 2-5 (the rest is the error)."""
+    rows = progression_rows(table).set_index("variant")
+    per_atomic_ms = rows.loc["atomic_per_element", "median_ms"] / BIG
+    out = []
+    for name in k.PROGRESSION[:5]:
+        atomics = BIG if name == "atomic_per_element" else k.blocks_for(name, BIG)
+        measured = rows.loc[name, "median_ms"]
+        out.append({"variant": name, "atomics": atomics, "model_ms": atomics * per_atomic_ms,
+                    "measured_ms": measured, "model / measured": atomics * per_atomic_ms / measured})
+    frame = pd.DataFrame(out).set_index("variant")
+    frame.attrs["ns_per_atomic"] = per_atomic_ms * 1e6
+    return frame
+
+
 BYTES_IN_FLIGHT_PER_THREAD = {"grid_stride": 8, "warp_shuffle": 8, "vec4": 64, "vec4_last_block": 64}
 
 
