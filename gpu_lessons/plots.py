@@ -426,7 +426,7 @@ def steps_in_order(
     ax.set_yticks(positions, shown)
     previous = None
     for y, name, percent, value in zip(positions, names, percents, values, strict=True):
-        speedup = f", {value / previous:.2g}x" if previous and name in order else ""
+        speedup = f", {value / previous:.3g}x" if previous and name in order else ""
         ax.annotate(f"{percent:.3g}%  ({value:,.0f} {unit}{speedup})", xy=(percent, y), xytext=(4, 0),
                     textcoords="offset points", ha="left", va="center", fontsize=STYLE["note_size"])
         previous = value if name in order else previous

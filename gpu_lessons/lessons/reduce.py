@@ -438,7 +438,10 @@ def tree_counts(traces: dict) -> pd.DataFrame:
 # --------------------------------------------------------------------------- models and views
 
 
-def launch_model(table: pd.DataFrame, variants: list[str], smallest: int = 2**10) -> pd.DataFrame:
+MODEL_SMALLEST = 2**20  # below ~1 MiB, CUB switches to one single-tile launch: another regime
+
+
+def launch_model(table: pd.DataFrame, variants: list[str], smallest: int = MODEL_SMALLEST) -> pd.DataFrame:
     """Fit t(n) = t0 + 4n / BW per variant (least squares on the size sweep, relative errors):
     t0 is what a call costs beyond moving bytes (launches, the last block's tail). Returns
     variant, t0_us, bw_gbps and the largest |model - measured| / measured over the sweep."""
@@ -527,7 +530,7 @@ def figures(table: pd.DataFrame, ceilings: dict, provenance: str) -> dict:
 
     ceiling, label = ceilings["bandwidth_gbps"], "measured bandwidth ceiling"
     sweep = sweep_rows(table)
-    fits = launch_model(table, SWEEP_VARIANTS + [CUPY])
+    fits = launch_model(table, SWEEP_VARIANTS + [CUPY], smallest=MODEL_SMALLEST)
     return {
         "progression": plots.steps_in_order(
             progression_rows(table), list(k.BY_NAME), ceiling, ceiling_label=label,
