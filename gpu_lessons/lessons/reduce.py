@@ -43,7 +43,7 @@ BEST = ["vec4", "vec4_last_block", "vec4_two_pass"]
 COMPARISONS = [
     Comparison(title="sum of 2^28 float32", lesson=NAME, metric="gbps", ours=BEST, reference=CUPY,
                size=BIG),
-    Comparison(title="sum of 2^24 float32 (one launch vs CUB's two)", lesson=NAME, metric="gbps",
+    Comparison(title="sum of 2^24 float32 (single pass vs CUB's two)", lesson=NAME, metric="gbps",
                ours=BEST, reference=CUPY, size=MID),
     Comparison(title="deterministic sum of 2^28 float32", lesson=NAME, metric="gbps",
                ours=k.DETERMINISTIC, reference=CUPY, size=BIG),
