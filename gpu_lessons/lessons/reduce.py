@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import sys
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -566,11 +565,3 @@ def load(live: bool | None = None, gpu: str | None = None):
     from . import common
 
     return common.load(sys.modules[__name__], live=live, gpu=gpu)
-
-
-def timed(label, fn, *args, **kwargs):
-    """Run fn, print how long it took (for the GPU job's log)."""
-    start = time.perf_counter()
-    value = fn(*args, **kwargs)
-    print(f"[{label}] {time.perf_counter() - start:.1f} s", flush=True)
-    return value
