@@ -149,7 +149,16 @@ def cmd_record(args) -> int:
         meta = measurement_meta(module.NAME, live=False)
         path = results.write_recording(table, meta, module.NAME, root=args.data)
         print(f"recorded {len(table)} rows: {path}")
+        _record_extras(module, args.data)
     return 0
+
+
+def _record_extras(module, root) -> None:
+    """Lessons with measurements that are not timings (lesson 5's floating-point experiment,
+    SASS counts) record them beside the table through their own ``record_extras(root)``."""
+    record_extras = getattr(module, "record_extras", None)
+    if record_extras is not None:
+        print(f"recorded extras: {record_extras(root=root)}")
 
 
 def cmd_ceilings(args) -> int:

@@ -19,9 +19,9 @@ GPU_LESSONS = "gpu_lessons"
 
 
 def timed_row(lesson, variant, launch, *, size, bytes_moved, flops, provider=GPU_LESSONS,
-              param=math.nan, input_sets=1) -> dict:
-    """Time ``launch(k)`` and return one row of the tidy table."""
-    timing = bench.measure(launch, input_sets=input_sets)
+              param=math.nan, input_sets=1, runs: int | None = None) -> dict:
+    """Time ``launch(k)`` and return one row of the tidy table (``runs``: fewer for slow kernels)."""
+    timing = bench.measure(launch, input_sets=input_sets, **({"runs": runs} if runs else {}))
     return {
         "lesson": lesson, "variant": variant, "provider": provider, "size": int(size),
         "param": float(param), "bytes": int(bytes_moved), "flops": int(flops), "runs": timing.runs,
