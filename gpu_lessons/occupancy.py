@@ -21,7 +21,7 @@ every kernel of the package (``benchmarks/occupancy_driver.py``, recorded in
   carve-out preference set).
 
 The SM's limits come from the device in GPU mode (``sm_limits()``); on the simulator, from the
-recording where a GPU kept them (``data/<gpu>/littles_law.meta.json``, key ``sm_limits``), so the
+recording where a GPU kept them (``data/<gpu>/littles_law.meta.json``, key ``facts.sm_limits``), so the
 calculator gives the recorded GPU's answers everywhere. The allocation units and sub-partition count
 are not device attributes: they are the per-architecture constants of ``cuda_occupancy.h``.
 """
@@ -234,7 +234,7 @@ def _read_device_limits() -> SMLimits:
     )
 
 
-RECORDING = "littles_law"  # the lesson whose recording keeps the SM limits (meta key "sm_limits")
+RECORDING = "littles_law"  # the lesson whose recording keeps the SM limits (meta facts.sm_limits)
 META_KEY = "sm_limits"
 
 
@@ -243,9 +243,10 @@ def recorded_limits(gpu: str | None = None) -> SMLimits:
     from . import results
 
     recording = results.read_recording(RECORDING, gpu=gpu)
-    if META_KEY not in recording.meta:
-        raise results.RecordingError(f"{results.shown_path(recording.meta_path)}: no '{META_KEY}' key")
-    return SMLimits.from_dict(recording.meta[META_KEY],
+    facts = recording.meta.get("facts", {})
+    if META_KEY not in facts:
+        raise results.RecordingError(f"{results.shown_path(recording.meta_path)}: no facts.{META_KEY} key")
+    return SMLimits.from_dict(facts[META_KEY],
                               source=f"recorded on {recording.meta['gpu']} "
                                      f"({results.shown_path(recording.meta_path)})")
 

@@ -386,6 +386,92 @@ def roofline(
 
 
 # ---------------------------------------------------------------------------------------------
+# Little's Law (lesson 2)
+
+WIDTH_MARKERS = {4: "o", 8: "s", 16: "D"}
+
+
+def littles_law_memory(points: pd.DataFrame, provenance: str | None = None, ax: Axes | None = None,
+                       title: str = "Little's Law for memory: bandwidth against bytes in flight") -> Figure:
+    """Measured copy GB/s against read bytes in flight per SM (log x), colour by loads per thread,
+    marker by bytes per access; the line is Little's Law from the measured latency and ceiling.
+
+    points: lessons.littles_law.memory_points (attrs latency_ns, ceiling_gbps, sms)."""
+    fig, ax = _new_axes(ax)
+    latency, ceiling, sms = (points.attrs[key] for key in ("latency_ns", "ceiling_gbps", "sms"))
+    unrolls = sorted(points["unroll"].unique())
+    colors = {u: PALETTE[i % len(PALETTE)] for i, u in enumerate(unrolls)}
+    for (width, unroll), rows in points.groupby(["width", "unroll"]):
+        ax.scatter(rows["bytes_in_flight_per_sm"], rows["gbps"], color=colors[unroll],
+                   marker=WIDTH_MARKERS.get(width, "o"), s=30, zorder=3, edgecolors="white", linewidths=0.5,
+                   label=f"{width}-byte loads, {unroll} per thread")
+    x = np.geomspace(points["bytes_in_flight_per_sm"].min() / 1.5, points["bytes_in_flight_per_sm"].max() * 1.5,
+                     300)
+    model = np.minimum(ceiling, 2 * x * sms / latency)
+    ax.plot(x, model, color=STYLE["roof_color"], linewidth=STYLE["line_width"], zorder=2,
+            label=f"Little's Law: min(ceiling, 2 x bytes in flight x {sms} SMs / {latency:,.0f} ns)")
+    _draw_ceiling(ax, ceiling, "measured ceiling")
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_locator(FixedLocator(_binary_ticks(x.min(), x.max())))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: human_bytes(value)))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_ylim(0, ceiling * 1.15)
+    ax.yaxis.set_major_formatter(FuncFormatter(_plain_number))
+    ax.legend(fontsize=STYLE["legend_size"] - 1.5, frameon=False, loc="upper left", ncols=2)
+    return _finish(fig, ax, title, "Read bytes in flight per SM (warps x 32 x loads per thread x bytes)",
+                   "Copy bandwidth (GB/s, read + write)", provenance)
+
+
+def littles_law_fma(points: pd.DataFrame, provenance: str | None = None, ax: Axes | None = None,
+                    title: str = "Little's Law for arithmetic: FMA rate against chains and warps") -> Figure:
+    """Share of the FP32 peak against independent chains per thread, one line per resident warps
+    per SM; dashed, the 4-scheduler model (points: lessons.littles_law.fma_points)."""
+    fig, ax = _new_axes(ax)
+    for i, (warps, rows) in enumerate(points.groupby("warps_per_sm")):
+        rows = rows.sort_values("chains")
+        color = PALETTE[i % len(PALETTE)]
+        ax.plot(rows["chains"], 100 * rows["fraction_of_peak"], color=color, marker="o",
+                linewidth=STYLE["line_width"], markersize=STYLE["marker_size"], label=f"{warps} warps/SM")
+        ax.plot(rows["chains"], 100 * rows["predicted_fraction"], color=color, linestyle="--", linewidth=1.0)
+    ax.plot([], [], color=STYLE["roof_color"], linestyle="--", linewidth=1.0,
+            label=f"model: 4 schedulers, FMA latency {points.attrs.get('latency_cycles', float('nan')):.1f} cycles")
+    ax.set_ylim(0, 105)
+    ax.xaxis.set_major_locator(FixedLocator(sorted(points["chains"].unique())))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.0f}%"))
+    return _finish(fig, ax, title, "Independent FMA chains per thread", "% of theoretical FP32 peak",
+                   provenance, legend_loc="lower right")
+
+
+def register_pressure(rows: pd.DataFrame, provenance: str | None = None, ax: Axes | None = None,
+                      title: str = "What unrolling costs: registers, occupancy, spills") -> Figure:
+    """Registers per thread (bars) and resident warps per SM (line) for each 16-byte copy variant;
+    variants with local memory (spills) are marked (rows: lessons.littles_law.register_pressure)."""
+    fig, ax = _new_axes(ax)
+    labels = [f"u{int(u)}" + (f"\ncap {int(m)}" if pd.notna(m) else "")
+              for u, m in zip(rows["unroll"], rows["max_registers"], strict=True)]
+    positions = np.arange(len(rows))
+    spills = rows["local_bytes"].fillna(0).to_numpy() > 0
+    colors = [PALETTE[1] if spill else PALETTE[0] for spill in spills]
+    ax.bar(positions, rows["registers"], color=colors, width=0.6)
+    for x, regs, spill, local in zip(positions, rows["registers"], spills, rows["local_bytes"], strict=True):
+        ax.annotate(f"{int(regs)}" + (f"\n+{int(local)} B local" if spill else ""), xy=(x, regs),
+                    xytext=(0, 3), textcoords="offset points", ha="center", va="bottom",
+                    fontsize=STYLE["note_size"] - 1)
+    ax.set_xticks(positions, labels)
+    ax.set_ylim(0, 300)
+    twin = ax.twinx()
+    twin.plot(positions, rows["warps_per_sm"], color=PALETTE[2], marker="o", linewidth=STYLE["line_width"])
+    twin.set_ylim(0, 70)
+    twin.set_ylabel("Resident warps per SM (calculator)", fontsize=STYLE["label_size"], color=PALETTE[2])
+    twin.tick_params(labelsize=STYLE["tick_size"])
+    ax.legend(handles=[Patch(color=PALETTE[0], label="registers only"),
+                       Patch(color=PALETTE[1], label="spills to local memory")],
+              fontsize=STYLE["legend_size"], frameon=False, loc="upper left")
+    return _finish(fig, ax, title, "Float4 loads per thread (unroll), register cap", "Registers per thread",
+                   provenance)
+
+
+# ---------------------------------------------------------------------------------------------
 # Saving
 
 

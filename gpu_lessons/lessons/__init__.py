@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import ceilings, roofline
+from . import ceilings, littles_law, roofline
 
-LESSONS: dict[str, ModuleType] = {roofline.NAME: roofline}
+LESSONS: dict[str, ModuleType] = {roofline.NAME: roofline, littles_law.NAME: littles_law}
 EXPERIMENTS: dict[str, ModuleType] = {ceilings.NAME: ceilings, **LESSONS}
 
 
