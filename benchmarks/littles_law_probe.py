@@ -28,6 +28,9 @@ def main(out: Path) -> int:
     from gpu_lessons.lessons import littles_law as lesson
 
     out.mkdir(parents=True, exist_ok=True)
+    sys.path.insert(0, str(Path(__file__).parent))
+    from occupancy_driver import compare
+
     print(f"imports {time.time() - started:.1f}s")
     checks = lesson.check()
     print(f"checks {int(checks['passed'].sum())}/{len(checks)} passed; {time.time() - started:.1f}s")
@@ -59,6 +62,11 @@ def main(out: Path) -> int:
             print(f"section {name} FAILED after {time.time() - t0:.1f}s")
             traceback.print_exc()
         pd.DataFrame(rows).to_csv(out / "rows.csv", index=False)
+        (out / "facts.json").write_text(json.dumps(lesson.recorded_facts(), indent=1, default=str) + "\n")
+        try:  # after every section: a run cut short still brings the comparison back
+            compare(out, verbose=False)
+        except Exception:  # noqa: BLE001
+            traceback.print_exc()
     facts = lesson.recorded_facts()
     facts["occupancy_disagreements"] = sum(r["calculator"] != r["driver"] for r in facts.get("occupancy", []))
     (out / "facts.json").write_text(json.dumps(facts, indent=1, default=str) + "\n")
@@ -67,6 +75,16 @@ def main(out: Path) -> int:
     if not failed:
         print("recorded:", results.write_recording(table, meta, lesson.NAME, root=out / "data"))
     summary(table, meta, facts)
+    t0 = time.time()
+    try:  # the calculator against the driver for every kernel compiled so far (and lesson 1's)
+        from gpu_lessons.lessons import ceilings, roofline
+
+        roofline.check()
+        ceilings.check()
+        compare(out)
+    except Exception:  # noqa: BLE001
+        traceback.print_exc()
+    print(f"driver comparison {time.time() - t0:.1f}s")
     print(f"total {time.time() - started:.1f}s; failed sections: {failed or 'none'}")
     return 1 if failed else 0
 

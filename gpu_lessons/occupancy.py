@@ -212,23 +212,32 @@ def _read_device_limits() -> SMLimits:
     from numba import cuda
 
     dev = cuda.get_current_device()
+
+    def attribute(*names):  # the binding's enum spelling differs from numba's old one for a few
+        for name in names:
+            try:
+                return int(getattr(dev, name))
+            except AttributeError:
+                continue
+        raise AttributeError(f"the device reports none of {', '.join(names)}")
+
     major, minor = dev.compute_capability
     unit, max_regs, partitions, shared_unit = ARCHITECTURE.get(major, ARCHITECTURE[9])
     return SMLimits(
         compute_capability=f"{major}.{minor}",
-        warp_size=dev.WARP_SIZE,
-        max_threads_per_block=dev.MAX_THREADS_PER_BLOCK,
-        max_threads_per_sm=dev.MAX_THREADS_PER_MULTI_PROCESSOR,
-        max_blocks_per_sm=dev.MAX_BLOCKS_PER_MULTIPROCESSOR,
-        registers_per_sm=dev.MAX_REGISTERS_PER_MULTIPROCESSOR,
-        registers_per_block=dev.MAX_REGISTERS_PER_BLOCK,
+        warp_size=attribute("WARP_SIZE"),
+        max_threads_per_block=attribute("MAX_THREADS_PER_BLOCK"),
+        max_threads_per_sm=attribute("MAX_THREADS_PER_MULTIPROCESSOR", "MAX_THREADS_PER_MULTI_PROCESSOR"),
+        max_blocks_per_sm=attribute("MAX_BLOCKS_PER_MULTIPROCESSOR"),
+        registers_per_sm=attribute("MAX_REGISTERS_PER_MULTIPROCESSOR"),
+        registers_per_block=attribute("MAX_REGISTERS_PER_BLOCK"),
         max_registers_per_thread=max_regs,
         register_allocation_unit=unit,
         sub_partitions=partitions,
-        shared_per_sm=dev.MAX_SHARED_MEMORY_PER_MULTIPROCESSOR,
-        shared_per_block=dev.MAX_SHARED_MEMORY_PER_BLOCK,
-        shared_per_block_optin=dev.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-        reserved_shared_per_block=dev.RESERVED_SHARED_MEMORY_PER_BLOCK,
+        shared_per_sm=attribute("MAX_SHARED_MEMORY_PER_MULTIPROCESSOR"),
+        shared_per_block=attribute("MAX_SHARED_MEMORY_PER_BLOCK"),
+        shared_per_block_optin=attribute("MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"),
+        reserved_shared_per_block=attribute("RESERVED_SHARED_MEMORY_PER_BLOCK"),
         shared_allocation_unit=shared_unit,
         source=f"read from the device ({dev.name.decode() if isinstance(dev.name, bytes) else dev.name})",
     )
