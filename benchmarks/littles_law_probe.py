@@ -100,8 +100,9 @@ def summary(table, meta, facts) -> None:
         points["vs_cupy"] = points["gbps"] / cupy
         print(points.drop(columns=["max_registers"]).round(3).to_string())
         fma = lesson.fma_points(table, meta)
-        print(fma.pivot(index="chains", columns="warps_per_sm", values="fraction_of_peak").round(3).to_string())
-        print(fma.pivot(index="chains", columns="warps_per_sm", values="predicted_fraction").round(3).to_string())
+        for column in ("fraction_of_peak", "predicted_fraction"):
+            print(column)
+            print(fma.pivot(index="chains", columns="warps_per_sm", values=column).round(3).to_string())
         per = table[table["variant"].str.startswith("copy_persistent")][["variant", "param", "gbps"]].copy()
         per["vs_cupy"] = per["gbps"] / cupy
         print(per.round(3).to_string())

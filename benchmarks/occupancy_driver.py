@@ -30,7 +30,8 @@ def shared_sizes(limits, static: int) -> list[int]:
     optin = limits.shared_per_block_optin - static
     two = limits.shared_per_sm // 2 // limits.shared_allocation_unit * limits.shared_allocation_unit
     sizes = {0, 1, 1000, 8192, 48 * 1024 - 1024 - static, 48 * 1024, 65543, 100_000,
-             two - limits.reserved_shared_per_block - static, two - limits.reserved_shared_per_block - static + 1,
+             two - limits.reserved_shared_per_block - static,
+             two - limits.reserved_shared_per_block - static + 1,
              optin, optin + 1}
     return sorted(s for s in sizes if s >= 0)
 

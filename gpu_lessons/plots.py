@@ -405,8 +405,8 @@ def littles_law_memory(points: pd.DataFrame, provenance: str | None = None, ax: 
         ax.scatter(rows["bytes_in_flight_per_sm"], rows["gbps"], color=colors[unroll],
                    marker=WIDTH_MARKERS.get(width, "o"), s=30, zorder=3, edgecolors="white", linewidths=0.5,
                    label=f"{width}-byte loads, {unroll} per thread")
-    x = np.geomspace(points["bytes_in_flight_per_sm"].min() / 1.5, points["bytes_in_flight_per_sm"].max() * 1.5,
-                     300)
+    inflight = points["bytes_in_flight_per_sm"]
+    x = np.geomspace(inflight.min() / 1.5, inflight.max() * 1.5, 300)
     model = np.minimum(ceiling, 2 * x * sms / latency)
     ax.plot(x, model, color=STYLE["roof_color"], linewidth=STYLE["line_width"], zorder=2,
             label=f"Little's Law: min(ceiling, 2 x bytes in flight x {sms} SMs / {latency:,.0f} ns)")
@@ -433,8 +433,9 @@ def littles_law_fma(points: pd.DataFrame, provenance: str | None = None, ax: Axe
         ax.plot(rows["chains"], 100 * rows["fraction_of_peak"], color=color, marker="o",
                 linewidth=STYLE["line_width"], markersize=STYLE["marker_size"], label=f"{warps} warps/SM")
         ax.plot(rows["chains"], 100 * rows["predicted_fraction"], color=color, linestyle="--", linewidth=1.0)
+    latency = points.attrs.get("latency_cycles", float("nan"))
     ax.plot([], [], color=STYLE["roof_color"], linestyle="--", linewidth=1.0,
-            label=f"model: 4 schedulers, FMA latency {points.attrs.get('latency_cycles', float('nan')):.1f} cycles")
+            label=f"model: 4 schedulers, FMA latency {latency:.1f} cycles")
     ax.set_ylim(0, 105)
     ax.xaxis.set_major_locator(FixedLocator(sorted(points["chains"].unique())))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.0f}%"))

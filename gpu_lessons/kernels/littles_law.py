@@ -77,7 +77,8 @@ def build_chain(buffer_elements: int, nodes: int, seed: int = 0, device: bool = 
         chain[order] = successors
         return chain, int(order[0])
     chain = cuda.device_array(buffer_elements, CHAIN_DTYPE)
-    _scatter[max(1, min(1024, -(-nodes // 256))), 256](chain, cuda.to_device(order), cuda.to_device(successors))
+    blocks = max(1, min(1024, -(-nodes // 256)))
+    _scatter[blocks, 256](chain, cuda.to_device(order), cuda.to_device(successors))
     return chain, int(order[0])
 
 
@@ -226,8 +227,8 @@ def _copy_scalar_source(name: str, unroll: int) -> str:
 
 def _copy_vector_source(name: str, unroll: int) -> str:
     lines = [f"def {name}(x, out):",
-             f'    """Each thread copies {unroll} float4(s), a block apart: {unroll} 16-byte load(s) in flight,'
-             ' then the stores; the n % 4 last elements one by one."""',
+             f'    """Each thread copies {unroll} float4(s), a block apart: {unroll} 16-byte load(s) in'
+             ' flight, then the stores; the n % 4 last elements one by one."""',
              "    step = uint64(cuda.blockDim.x)",
              f"    i0 = uint64(cuda.blockIdx.x) * step * uint64({unroll}) + uint64(cuda.threadIdx.x)"]
     lines += [f"    i{k} = i{k - 1} + step" for k in range(1, unroll)]
@@ -240,7 +241,7 @@ def _copy_vector_source(name: str, unroll: int) -> str:
         lines += [f"        if i{k} < groups:",
                   f"            a, b, c, d = load4(x, int64(i{k}))",
                   f"            store4(out, int64(i{k}), a, b, c, d)"]
-    lines += ["    tail = uint64(4) * groups + uint64(cuda.threadIdx.x)  # the n % 4 elements past the last float4",
+    lines += ["    tail = uint64(4) * groups + uint64(cuda.threadIdx.x)  # the n % 4 past the last float4",
               "    if cuda.blockIdx.x == 0 and tail < uint64(x.size):",
               "        out[tail] = x[tail]"]
     return "\n".join(lines) + "\n"
@@ -310,7 +311,8 @@ def copy_persistent(unroll: int):
              "    groups = uint64(x.size) // uint64(4)",
              "    i = start",
              f"    while i + uint64({unroll - 1}) * stride < groups:"]
-    lines += [f"        a{k}, b{k}, c{k}, d{k} = load4(x, int64(i + uint64({k}) * stride))" for k in range(unroll)]
+    lines += [f"        a{k}, b{k}, c{k}, d{k} = load4(x, int64(i + uint64({k}) * stride))"
+              for k in range(unroll)]
     lines += [f"        store4(out, int64(i + uint64({k}) * stride), a{k}, b{k}, c{k}, d{k})"
               for k in range(unroll)]
     lines += [f"        i += uint64({unroll}) * stride",
@@ -333,7 +335,8 @@ def copy_persistent_host(x, unroll: int = 1, blocks: int = 2, block: int = COPY_
     require_contiguous(x, "x")
     require_aligned(x, "x", 16)
     out = np.full_like(x, np.nan)
-    copy_persistent_launch(unroll, x, out, require_int(blocks, "blocks", 1), require_int(block, "block", 1, 1024))
+    blocks, block = require_int(blocks, "blocks", 1), require_int(block, "block", 1, 1024)
+    copy_persistent_launch(unroll, x, out, blocks, block)
     return out
 
 

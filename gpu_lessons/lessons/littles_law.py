@@ -24,7 +24,8 @@ from .common import check_row, progress, timed_row
 NAME = "littles_law"
 TITLE = "Little's Law, latency hiding, ILP and occupancy"
 NOTEBOOK = "02_littles_law_ilp.ipynb"
-SUMMARY = "latencies measured, bytes and FMAs in flight swept, an occupancy calculator checked against the driver"
+SUMMARY = ("latencies measured, bytes and FMAs in flight swept, an occupancy calculator checked "
+           "against the driver")
 
 COPY_ELEMENTS = 2**28  # float32: 1 GiB per buffer, 2 GiB moved, 17x the H200's 60 MiB L2
 WIDTHS = (4, 8, 16)  # bytes per access: float32, float64, float4
@@ -187,7 +188,8 @@ def measure(show_progress: bool = True) -> pd.DataFrame:
             rows += _cupy_rows(x)
         else:
             rows += _fma_rows(limits, sms)
-    _FACTS["occupancy_disagreements"] = sum(r["calculator"] != r["driver"] for r in _FACTS.get("occupancy", []))
+    compared = _FACTS.get("occupancy", [])
+    _FACTS["occupancy_disagreements"] = sum(r["calculator"] != r["driver"] for r in compared)
     return make_table(rows)
 
 
@@ -201,7 +203,10 @@ def _latency_rows() -> list[dict]:
         if level != "DRAM":  # warm pass: the whole chain once, into the cache it should hit
             k.chase_launch(chain, state, nodes)
         for count in (steps, 2 * steps):
-            rows.append(timed_row(NAME, f"chase {level}", lambda _, c=count: k.chase_launch(chain, state, c),
+            def launch(_, c=count, chain=chain, state=state):
+                k.chase_launch(chain, state, c)
+
+            rows.append(timed_row(NAME, f"chase {level}", launch,
                                   size=count, param=nodes * k.LINE_BYTES, bytes_moved=0, flops=0))
         cuda.synchronize()
         if level == "L1":
@@ -249,7 +254,7 @@ def _copy_rows(x, out, limits) -> list[dict]:
                     continue  # registers capped two targets at the same residency
                 seen.add((variant, calc.warps_per_sm))
 
-                def launch(_, u=unroll, v=vector, b=block, s=shared):
+                def launch(_, u=unroll, v=vector, b=block, s=shared, xs=xs, outs=outs):
                     k.copy_ilp_launch(u, v, xs, outs, b, s)
 
                 rows.append(_copy_row(variant, launch, xs, outs, calc.warps_per_sm))
@@ -311,8 +316,10 @@ def _fma_rows(limits, sms) -> list[dict]:
             _shared, calc = _residency(kernel, args, variant, threads, 1, limits,
                                        sass=warps == FMA_WARPS[0], cap=False)
             trips = FMA_TRIPS * (4 if warps < 8 else 1)
-            rows.append(timed_row(NAME, variant, lambda _, c=chains, t=threads, n=trips: k.fma_chains_launch(
-                c, out, sms, t, n), size=sms * threads, param=warps,
+            def launch(_, c=chains, t=threads, n=trips, out=out):
+                k.fma_chains_launch(c, out, sms, t, n)
+
+            rows.append(timed_row(NAME, variant, launch, size=sms * threads, param=warps,
                 bytes_moved=0, flops=k.fma_chains_flops(chains, sms, threads, trips)))
             sample = np.arange(0, out.size, max(1, out.size // 7))
             got = out.copy_to_host()[sample]
@@ -384,7 +391,8 @@ def fma_points(table: pd.DataFrame, meta: dict) -> pd.DataFrame:
     rows["predicted_fraction"] = k.fma_model_fraction(rows["warps_per_sm"], rows["chains"], latency) \
         * peak / float(meta["peak_fp32_gflops"])
     rows["error"] = rows["fraction_of_peak"] / rows["predicted_fraction"] - 1
-    out = rows[["variant", "chains", "warps_per_sm", "gflops", "fraction_of_peak", "predicted_fraction", "error"]]
+    out = rows[["variant", "chains", "warps_per_sm", "gflops", "fraction_of_peak", "predicted_fraction",
+                "error"]]
     out.attrs.update(latency_cycles=latency)
     return out.reset_index(drop=True)
 
@@ -406,7 +414,8 @@ def register_pressure(table: pd.DataFrame, meta: dict) -> pd.DataFrame:
                      "registers": res["registers_per_thread"], "local_bytes": res["local_bytes_per_thread"],
                      "LDL": sass.get("LDL"), "STL": sass.get("STL"), "warps_per_sm": o.warps_per_sm,
                      "limiter": o.limiter, "gbps": None if full is None else float(full["gbps"])})
-    return pd.DataFrame(rows).sort_values(["unroll", "max_registers"], na_position="first").reset_index(drop=True)
+    frame = pd.DataFrame(rows).sort_values(["unroll", "max_registers"], na_position="first")
+    return frame.reset_index(drop=True)
 
 
 def recorded_resources(gpu: str | None = None) -> pd.DataFrame:
