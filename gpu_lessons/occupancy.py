@@ -339,3 +339,30 @@ def driver_blocks_per_sm(kernel, threads_per_block: int, dynamic_shared_bytes: i
     result = cuda.current_context().get_active_blocks_per_multiprocessor(
         cufunc, threads_per_block, dynamic_shared_bytes)
     return int(result[1] if isinstance(result, tuple) else result)
+
+
+# ---------------------------------------------------------------------------------------------
+# The driver's answers, recorded on a GPU by benchmarks/occupancy_driver.py
+
+DRIVER_TABLE = "occupancy_driver"  # data/<gpu>/occupancy_driver.csv and .json
+
+
+def recorded_driver_table(gpu: str | None = None, root=None):
+    """The recorded comparison: one row per (kernel, block, dynamic shared) with the driver's blocks
+    per SM and the calculator's at the time; ``.attrs['sm_limits']`` holds the GPU's limits."""
+    import json
+
+    import pandas as pd
+
+    from . import results
+
+    folder = results.data_root(root) / (gpu or results.DEFAULT_GPU)
+    csv_path, json_path = folder / f"{DRIVER_TABLE}.csv", folder / f"{DRIVER_TABLE}.json"
+    if not csv_path.exists():
+        raise results.MissingRecordingError(f"{results.shown_path(csv_path)}: no driver comparison recorded")
+    table = pd.read_csv(csv_path, dtype={"driver": str, "calculator": str})
+    table["agree"] = table["agree"].astype(str).str.lower() == "true"
+    summary = json.loads(json_path.read_text())
+    table.attrs["sm_limits"] = SMLimits.from_dict(summary["sm_limits"], source=results.shown_path(json_path))
+    table.attrs["summary"] = {k: v for k, v in summary.items() if k != "sm_limits"}
+    return table

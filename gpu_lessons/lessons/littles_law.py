@@ -418,14 +418,23 @@ def register_pressure(table: pd.DataFrame, meta: dict) -> pd.DataFrame:
     return frame.reset_index(drop=True)
 
 
+def kernel_resources_table(meta: dict) -> pd.DataFrame:
+    """Every kernel's registers, shared and local memory as the GPU compiler reported them, with
+    its SASS instruction counts (from a recording's meta, or a live run's)."""
+    kernels = meta.get("facts", {}).get("kernels", {})
+    rows = []
+    for name, res in kernels.items():
+        row = {"kernel": name, **{key: v for key, v in res.items() if key not in ("sass", "name")}}
+        row.update({op: count for op, count in res.get("sass", {}).items() if count})
+        rows.append(row)
+    return pd.DataFrame(rows).fillna(0)
+
+
 def recorded_resources(gpu: str | None = None) -> pd.DataFrame:
-    """Every kernel's registers, shared and local memory as the GPU compiler reported them (recorded)."""
+    """kernel_resources_table of the reference recording."""
     from .. import results
 
-    meta = results.read_recording(NAME, gpu=gpu).meta
-    kernels = meta.get("facts", {}).get("kernels", {})
-    return pd.DataFrame([{"kernel": name, **{key: v for key, v in res.items() if key != "sass"}}
-                         for name, res in kernels.items()])
+    return kernel_resources_table(results.read_recording(NAME, gpu=gpu).meta)
 
 
 # -------------------------------------------------------------------------------- figures
