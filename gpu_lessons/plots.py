@@ -403,8 +403,7 @@ def littles_law_memory(points: pd.DataFrame, provenance: str | None = None, ax: 
     colors = {u: PALETTE[i % len(PALETTE)] for i, u in enumerate(unrolls)}
     for (width, unroll), rows in points.groupby(["width", "unroll"]):
         ax.scatter(rows["bytes_in_flight_per_sm"], rows["gbps"], color=colors[unroll],
-                   marker=WIDTH_MARKERS.get(width, "o"), s=30, zorder=3, edgecolors="white", linewidths=0.5,
-                   label=f"{width}-byte loads, {unroll} per thread")
+                   marker=WIDTH_MARKERS.get(width, "o"), s=30, zorder=3, edgecolors="white", linewidths=0.5)
     inflight = points["bytes_in_flight_per_sm"]
     x = np.geomspace(inflight.min() / 1.5, inflight.max() * 1.5, 300)
     model = np.minimum(ceiling, 2 * x * sms / latency)
@@ -412,12 +411,22 @@ def littles_law_memory(points: pd.DataFrame, provenance: str | None = None, ax: 
             label=f"Little's Law: min(ceiling, 2 x bytes in flight x {sms} SMs / {latency:,.0f} ns)")
     _draw_ceiling(ax, ceiling, "measured ceiling")
     ax.set_xscale("log", base=2)
+    ax.set_yscale("log")  # Little's Law is a line of slope 1 here, until the ceiling
     ax.xaxis.set_major_locator(FixedLocator(_binary_ticks(x.min(), x.max())))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: human_bytes(value)))
     ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.set_ylim(0, ceiling * 1.15)
+    ax.set_ylim(min(points["gbps"].min(), model.min()) / 1.5, ceiling * 1.6)
     ax.yaxis.set_major_formatter(FuncFormatter(_plain_number))
-    ax.legend(fontsize=STYLE["legend_size"] - 1.5, frameon=False, loc="upper left", ncols=2)
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], color=colors[u], marker="o", linestyle="", label=f"{u} load(s) per thread")
+               for u in unrolls]
+    handles += [Line2D([], [], color="#777777", marker=WIDTH_MARKERS.get(w, "o"), linestyle="",
+                       label=f"{w}-byte accesses") for w in sorted(points["width"].unique())]
+    handles += ax.get_legend_handles_labels()[0][:1]
+    ax.legend(handles=handles, fontsize=STYLE["legend_size"] - 1, frameon=False, loc="upper left",
+              bbox_to_anchor=(0.0, 0.93), ncols=2)
     return _finish(fig, ax, title, "Read bytes in flight per SM (warps x 32 x loads per thread x bytes)",
                    "Copy bandwidth (GB/s, read + write)", provenance)
 

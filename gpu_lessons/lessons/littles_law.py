@@ -380,6 +380,15 @@ def memory_points(table: pd.DataFrame, meta: dict) -> pd.DataFrame:
     return points.sort_values("bytes_in_flight_per_sm").reset_index(drop=True)
 
 
+def sweep_points(table: pd.DataFrame, meta: dict) -> pd.DataFrame:
+    """memory_points of the main sweep: unroll 1-8, no register cap (the Little's Law chart)."""
+    points = memory_points(table, meta)
+    keep = points["max_registers"].isna() & points["unroll"].isin(UNROLLS)
+    sweep = points[keep].reset_index(drop=True)
+    sweep.attrs.update(points.attrs)
+    return sweep
+
+
 def fma_points(table: pd.DataFrame, meta: dict) -> pd.DataFrame:
     """FMA chains x resident warps: share of the theoretical peak, and the 4-scheduler model's."""
     latency = latencies(table, meta).set_index("level")["latency_cycles"]["FMA"]
@@ -447,8 +456,7 @@ def figures(table: pd.DataFrame, ceilings: dict, provenance: str, meta: dict | N
     figs = {}
     if meta is None:
         return figs
-    points = memory_points(table, meta)
-    figs["littles_law_memory"] = plots.littles_law_memory(points, provenance=provenance)
+    figs["littles_law_memory"] = plots.littles_law_memory(sweep_points(table, meta), provenance=provenance)
     figs["littles_law_fma"] = plots.littles_law_fma(fma_points(table, meta), provenance=provenance)
     if meta.get("facts", {}).get("kernels"):
         figs["register_pressure"] = plots.register_pressure(register_pressure(table, meta),
