@@ -452,33 +452,44 @@ def littles_law_fma(points: pd.DataFrame, provenance: str | None = None, ax: Axe
                    provenance, legend_loc="lower right")
 
 
-def register_pressure(rows: pd.DataFrame, provenance: str | None = None, ax: Axes | None = None,
-                      title: str = "What unrolling costs: registers, occupancy, spills") -> Figure:
-    """Registers per thread (bars) and resident warps per SM (line) for each 16-byte copy variant;
-    variants with local memory (spills) are marked (rows: lessons.littles_law.register_pressure)."""
-    fig, ax = _new_axes(ax)
+def register_pressure(rows: pd.DataFrame, provenance: str | None = None,
+                      title: str = "What unrolling costs: registers, occupancy, spills, time") -> Figure:
+    """Top: registers per thread (bars; orange where values spill to local memory) and resident
+    warps per SM (line). Bottom: the copy's GB/s. One column per 16-byte copy variant
+    (rows: lessons.littles_law.register_pressure)."""
+    fig = plt.figure(figsize=(STYLE["figsize"][0], STYLE["figsize"][1] * 1.35), layout="constrained")
+    plt.close(fig)
+    top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=[3, 2])
     labels = [f"u{int(u)}" + (f"\ncap {int(m)}" if pd.notna(m) else "")
               for u, m in zip(rows["unroll"], rows["max_registers"], strict=True)]
     positions = np.arange(len(rows))
     spills = rows["local_bytes"].fillna(0).to_numpy() > 0
     colors = [PALETTE[1] if spill else PALETTE[0] for spill in spills]
-    ax.bar(positions, rows["registers"], color=colors, width=0.6)
+    top.bar(positions, rows["registers"], color=colors, width=0.6)
     for x, regs, spill, local in zip(positions, rows["registers"], spills, rows["local_bytes"], strict=True):
-        ax.annotate(f"{int(regs)}" + (f"\n+{int(local)} B local" if spill else ""), xy=(x, regs),
-                    xytext=(0, 3), textcoords="offset points", ha="center", va="bottom",
-                    fontsize=STYLE["note_size"] - 1)
-    ax.set_xticks(positions, labels)
-    ax.set_ylim(0, 300)
-    twin = ax.twinx()
+        top.annotate(f"{int(regs)}" + (f"\n+{int(local)} B" if spill else ""), xy=(x, regs), xytext=(0, 3),
+                     textcoords="offset points", ha="center", va="bottom", fontsize=STYLE["note_size"] - 1)
+    top.set_ylim(0, 330)
+    twin = top.twinx()
     twin.plot(positions, rows["warps_per_sm"], color=PALETTE[2], marker="o", linewidth=STYLE["line_width"])
-    twin.set_ylim(0, 70)
-    twin.set_ylabel("Resident warps per SM (calculator)", fontsize=STYLE["label_size"], color=PALETTE[2])
-    twin.tick_params(labelsize=STYLE["tick_size"])
-    ax.legend(handles=[Patch(color=PALETTE[0], label="registers only"),
-                       Patch(color=PALETTE[1], label="spills to local memory")],
-              fontsize=STYLE["legend_size"], frameon=False, loc="upper left")
-    return _finish(fig, ax, title, "Float4 loads per thread (unroll), register cap", "Registers per thread",
-                   provenance)
+    twin.set_ylim(0, 72)
+    twin.set_ylabel("Resident warps per SM", fontsize=STYLE["label_size"], color=PALETTE[2])
+    twin.tick_params(labelsize=STYLE["tick_size"], colors=PALETTE[2])
+    top.legend(handles=[Patch(color=PALETTE[0], label="registers only"),
+                        Patch(color=PALETTE[1], label="spills: + local bytes per thread")],
+               fontsize=STYLE["legend_size"], frameon=False, loc="upper left")
+    _finish(fig, top, title, "", "Registers per thread", None)
+    gbps = rows["gbps"].astype(float)
+    bottom.bar(positions, gbps, color=colors, width=0.6)
+    for x, value in zip(positions, gbps, strict=True):
+        if np.isfinite(value):
+            bottom.annotate(f"{value:,.0f}", xy=(x, value), xytext=(0, 2), textcoords="offset points",
+                            ha="center", va="bottom", fontsize=STYLE["note_size"] - 1)
+    bottom.set_xticks(positions, labels)
+    bottom.set_ylim(0, np.nanmax(gbps.to_numpy()) * 1.25 if np.isfinite(gbps).any() else 1)
+    bottom.yaxis.set_major_formatter(FuncFormatter(_plain_number))
+    return _finish(fig, bottom, "", "Float4 loads per thread (unroll), register cap (max_registers)",
+                   "Copy GB/s", provenance)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ def row(variant, size, param, median_ms, bytes_moved=0, flops=0, provider="gpu_l
             "max_ms": median_ms}
 
 
-META = {"sms": 2, "sm_clock_mhz": 2000.0, "sm_clock_now_mhz": 1000, "peak_fp32_gflops": 1000.0}
+META = {"sms": 132, "sm_clock_mhz": 2000.0, "sm_clock_now_mhz": 1000, "peak_fp32_gflops": 1000.0}
 
 
 def made_up_table():
@@ -24,10 +24,10 @@ def made_up_table():
     return make_table([
         row("chase DRAM", 1000, 2**27, 1.0), row("chase DRAM", 2000, 2**27, 1.5),  # 500 ns
         row("chase FMA", 16000, np.nan, 0.1), row("chase FMA", 32000, np.nan, 0.164),  # 4 ns = 4 cycles
-        row("copy w4 u1", lesson.COPY_ELEMENTS, 8, gib / 2e6, gib),  # 2,000 GB/s
-        row("copy w16 u4", lesson.COPY_ELEMENTS, 16, gib / 4e6, gib),  # 4,000 GB/s
-        row("cupy copy", lesson.COPY_ELEMENTS, np.nan, gib / 4e6, gib, provider="cupy"),
-        row("fma c1", 64, 1, 1.0, flops=10**6), row("fma c4", 64, 8, 1.0, flops=5 * 10**5),
+        row("copy w4 u1", lesson.COPY_ELEMENTS, 8, gib / 2e9, gib),  # 2,000 GB/s
+        row("copy w16 u4", lesson.COPY_ELEMENTS, 16, gib / 4e9, gib),  # 4,000 GB/s
+        row("cupy copy", lesson.COPY_ELEMENTS, np.nan, gib / 4e9, gib, provider="cupy"),
+        row("fma c1", 64, 1, 1.0, flops=10**9), row("fma c4", 64, 8, 1.0, flops=5 * 10**8),
     ])
 
 
@@ -40,20 +40,20 @@ def test_latency_is_the_difference_of_two_chain_lengths():
 
 def test_memory_points_hold_each_copy_to_littles_law():
     points = lesson.memory_points(made_up_table(), META).set_index("variant")
-    # w4 u1 at 8 warps: 8 x 32 x 4 = 1 KiB per SM; 2 x 1024 B x 2 SMs / 500 ns = 8.19 GB/s predicted
+    # w4 u1 at 8 warps: 8 x 32 x 4 = 1 KiB per SM; 2 x 1024 B x 132 SMs / 500 ns = 541 GB/s predicted
     assert points.loc["copy w4 u1", "bytes_in_flight_per_sm"] == 1024
-    assert points.loc["copy w4 u1", "predicted_gbps"] == pytest.approx(2 * 1024 * 2 / 500)
+    assert points.loc["copy w4 u1", "predicted_gbps"] == pytest.approx(2 * 1024 * 132 / 500)
     assert points.loc["copy w16 u4", "predicted_gbps"] == pytest.approx(4000.0)  # the ceiling
     assert points.loc["copy w16 u4", "error"] == pytest.approx(0.0)
     implied = points.loc["copy w4 u1", "implied_latency_ns"]
-    assert implied == pytest.approx(2 * 1024 * 2 / 2000)  # bytes in flight / measured bandwidth
+    assert implied == pytest.approx(2 * 1024 * 132 / 2000)  # bytes in flight / measured bandwidth
 
 
 def test_fma_points_against_the_scheduler_model():
     fma = lesson.fma_points(made_up_table(), META).set_index("variant")
     # 1 warp, 1 chain, latency 4 cycles: 1/16 of the peak, but the run's clock is half the max
     assert fma.loc["fma c1", "predicted_fraction"] == pytest.approx(1 / 16 / 2)
-    assert fma.loc["fma c1", "fraction_of_peak"] == pytest.approx(1.0)  # 1e6 FLOP in 1 ms = 1000 GFLOP/s
+    assert fma.loc["fma c1", "fraction_of_peak"] == pytest.approx(1.0)  # 1e9 FLOP in 1 ms = 1000 GFLOP/s
     assert fma.loc["fma c4", "predicted_fraction"] == pytest.approx(0.5)
 
 
