@@ -4,6 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import gpu_lessons
 from gpu_lessons import occupancy as occ
 from gpu_lessons import results, scoreboard
 from gpu_lessons.lessons import littles_law as lesson
@@ -133,3 +134,13 @@ def test_figures_draw_from_the_recording(recording):
 def test_kernel_resources_table(recording):
     table = lesson.kernel_resources_table(recording.meta)
     assert isinstance(table, pd.DataFrame) and "registers_per_thread" in table
+
+
+@pytest.mark.skipif(not gpu_lessons.SIMULATED, reason="on a GPU, 'run' measures for a minute")
+def test_cli_run_draws_the_lessons_figures(tmp_path, capsys):
+    from gpu_lessons.cli import main
+
+    assert main(["run", lesson.NAME, "--out", str(tmp_path), "--no-progress"]) == 0
+    assert "correctness checks passed" in capsys.readouterr().out
+    figures = sorted(p.name for p in (tmp_path / lesson.NAME).glob("*.png"))
+    assert figures == ["littles_law_fma.png", "littles_law_memory.png", "register_pressure.png"]
