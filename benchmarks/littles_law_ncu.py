@@ -1,0 +1,61 @@
+"""Nsight Compute's view of lesson 2's low-occupancy winners: theoretical and achieved occupancy, the
+limiting resource, DRAM and FMA throughput (run on a GPU with ncu on the PATH).
+
+    ncu --clock-control none --csv --page raw --metrics $(python benchmarks/littles_law_ncu.py metrics) \\
+        python benchmarks/littles_law_ncu.py launch > OUT/ncu_littles_law.csv
+
+``launch`` runs each case once, on the lesson's launch shapes (1 GiB copy; FMA chains on one block per
+SM). A third witness, beside the calculator and the driver, that the copy ran at 16 warps per SM.
+"""
+
+from __future__ import annotations
+
+import sys
+
+METRICS = [
+    "launch__registers_per_thread", "launch__shared_mem_per_block_dynamic", "launch__block_size",
+    "launch__grid_size", "launch__occupancy_limit_registers", "launch__occupancy_limit_shared_mem",
+    "launch__occupancy_limit_warps", "launch__occupancy_limit_blocks",
+    "sm__maximum_warps_per_active_cycle_pct", "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "sm__warps_active.avg.per_cycle_active", "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    "dram__bytes.sum.per_second", "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+    "smsp__inst_executed_pipe_fma.sum", "gpu__time_duration.sum",
+]
+
+CASES = [("copy w16 u4", 256, 2), ("copy w16 u1", 256, 2), ("copy w4 u1", 256, 8)]
+FMA_CASES = [(8, 8), (1, 8), (8, 64)]  # (chains, warps per SM)
+
+
+def launch() -> None:
+    import numpy as np
+    from numba import cuda
+
+    from gpu_lessons import device_info, occupancy
+    from gpu_lessons.kernels import littles_law as k
+    from gpu_lessons.lessons import littles_law as lesson
+
+    limits = occupancy.sm_limits()
+    x = cuda.to_device(np.random.default_rng(0).standard_normal(lesson.COPY_ELEMENTS, dtype=np.float32))
+    out = cuda.device_array_like(x)
+    for variant, block, per_sm in CASES:
+        f = lesson.parse_variant(variant)
+        vector = f["width"] == 16
+        shared = 0 if block * per_sm >= 2048 else occupancy.shared_to_limit(block, per_sm, limits)
+        k.allow_dynamic_shared(k.copy_ilp(f["unroll"], vector), (x, out), limits.shared_per_block_optin)
+        k.copy_ilp_launch(f["unroll"], vector, x, out, block, shared)
+    sms = device_info().sms
+    for chains, warps in FMA_CASES:
+        threads = 32 * min(warps, 32)
+        blocks = sms * max(1, warps // 32)
+        result = cuda.device_array(blocks * threads, np.float32)
+        k.fma_chains_launch(chains, result, blocks, threads, lesson.FMA_TRIPS)
+    cuda.synchronize()
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["metrics"]:
+        print(",".join(METRICS))
+    elif sys.argv[1:] == ["launch"]:
+        launch()
+    else:
+        sys.exit(__doc__)
