@@ -18,6 +18,7 @@ import csv
 import importlib
 import json
 import pkgutil
+import re
 import sys
 import time
 from pathlib import Path
@@ -34,6 +35,11 @@ def shared_sizes(limits, static: int) -> list[int]:
              two - limits.reserved_shared_per_block - static + 1,
              optin, optin + 1}
     return sorted(s for s in sizes if s >= 0)
+
+
+def short_signature(signature) -> str:
+    """(Array(float32, 1, 'C', False, aligned=True), int64) -> (float32[1d], int64)."""
+    return re.sub(r"Array\((\w+), (\d+), '\w+'[^)]*\)", r"\1[\2d]", str(signature))
 
 
 def dispatchers():
@@ -92,7 +98,7 @@ def compare(out: Path, verbose: bool = True) -> int:
                     except InputError as error:
                         mine, limiter = "refused", str(error).split(":")[0][:60]
                     agree = mine == got or (mine == "refused" and (got == "0" or got.startswith("error")))
-                    rows.append({"kernel": name, "signature": str(signature), "registers": regs,
+                    rows.append({"kernel": name, "signature": short_signature(signature), "registers": regs,
                                  "static_shared": static, "local_bytes": local, "max_threads": most,
                                  "block": block, "dynamic_shared": dynamic, "driver": got, "calculator": mine,
                                  "limiter": limiter, "agree": agree})

@@ -140,14 +140,17 @@ FMA_UNROLL = 16  # FMAs per chain per loop trip: the loop's own instructions sta
 FMA_A, FMA_B = np.float32(0.999), np.float32(0.001)  # v -> 0.999 v + 0.001 stays finite
 
 
-@cache
 def fma_chains(chains: int):
     """``chains`` independent chains of dependent FMAs per thread, registers only.
 
     Each trip does FMA_UNROLL FMAs on every chain, written out (one line per step, the chains side
     by side): FMAs of one line are independent, each line depends on the one before.
     """
-    chains = require_int(chains, "chains", 1, 32)
+    return _fma_chains(require_int(chains, "chains", 1, 32))
+
+
+@cache  # one kernel per distinct value (the wrappers normalise arguments: f(2) and f(2, None) are one)
+def _fma_chains(chains: int):
     names = [f"x{c}" for c in range(chains)]
     lines = [f"def fma_chains_{chains}(out, trips, a, b):",
              f'    """{chains} independent FMA chain(s) per thread, {FMA_UNROLL} FMAs each per trip."""',
@@ -247,7 +250,6 @@ def _copy_vector_source(name: str, unroll: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-@cache
 def copy_ilp(unroll: int, vector: bool = False, max_registers: int | None = None):
     """A copy with ``unroll`` independent loads per thread before its stores.
 
@@ -257,9 +259,15 @@ def copy_ilp(unroll: int, vector: bool = False, max_registers: int | None = None
     fewer registers, more resident warps, but values that do not fit spill to local memory.
     """
     unroll = require_int(unroll, "unroll", 1, 128)
-    name = f"copy_{'vec4' if vector else 'scalar'}_u{unroll}"
     if max_registers is not None:
         max_registers = require_int(max_registers, "max_registers", 16, 255)
+    return _copy_ilp(unroll, bool(vector), max_registers)
+
+
+@cache
+def _copy_ilp(unroll: int, vector: bool, max_registers: int | None):
+    name = f"copy_{'vec4' if vector else 'scalar'}_u{unroll}"
+    if max_registers is not None:
         name += f"_r{max_registers}"
     source = (_copy_vector_source if vector else _copy_scalar_source)(name, unroll)
     return _compile(name, source, {"max_registers": max_registers} if max_registers else None)
@@ -299,10 +307,13 @@ def copy(x, unroll: int = 1, vector: bool = False, block: int = COPY_BLOCK, shar
 # ------------------------------------------------------------------ 5. persistent copies
 
 
-@cache
 def copy_persistent(unroll: int):
     """Grid-stride float4 copy: a fixed grid loops over the array, ``unroll`` float4 in flight."""
-    unroll = require_int(unroll, "unroll", 1, 16)
+    return _copy_persistent(require_int(unroll, "unroll", 1, 16))
+
+
+@cache
+def _copy_persistent(unroll: int):
     name = f"copy_persistent_u{unroll}"
     lines = [f"def {name}(x, out):",
              f'    """A fixed grid strides over the array, {unroll} float4 load(s) in flight per trip."""',

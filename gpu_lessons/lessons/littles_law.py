@@ -49,6 +49,8 @@ CHASES = (
     ("L1", 2**16, 2**8, 20000),  # 32 KiB of lines: in the L1
 )
 
+FLUSH_ELEMENTS = 2**27  # 512 MiB written between building the DRAM chain and timing it
+
 LOW_OCCUPANCY_WARPS = 16  # 25% of 64
 FMA_LOW_WARPS = 8  # 12.5%
 
@@ -196,11 +198,16 @@ def measure(show_progress: bool = True) -> pd.DataFrame:
 def _latency_rows() -> list[dict]:
     from numba import cuda
 
+    from ..kernels.util import poison
+
     rows = []
+    flush = cuda.device_array(FLUSH_ELEMENTS, np.float32)
     for level, elements, nodes, steps in CHASES:
         chain, start = k.build_chain(elements, nodes, seed=len(rows), device=True)
         state = k.chase_state(start)
-        if level != "DRAM":  # warm pass: the whole chain once, into the cache it should hit
+        if level == "DRAM":  # the scatter that wrote the chain left its lines in the L2: evict them
+            poison(flush)
+        else:  # warm pass: the whole chain once, into the cache it should hit
             k.chase_launch(chain, state, nodes)
         for count in (steps, 2 * steps):
             def launch(_, c=count, chain=chain, state=state):
@@ -212,6 +219,7 @@ def _latency_rows() -> list[dict]:
         if level == "L1":
             _resources(k.pointer_chase, (chain, state, np.int64(1)), "pointer_chase", sass=True)
         del chain
+    del flush
     out = cuda.device_array(32, np.float32)
     for trips in (FMA_LATENCY_TRIPS, 2 * FMA_LATENCY_TRIPS):
         rows.append(timed_row(NAME, "chase FMA", lambda _, t=trips: k.fma_chains_launch(1, out, 1, 32, t),
@@ -321,9 +329,13 @@ def _fma_rows(limits, sms) -> list[dict]:
 
             rows.append(timed_row(NAME, variant, launch, size=sms * threads, param=warps,
                 bytes_moved=0, flops=k.fma_chains_flops(chains, sms, threads, trips)))
+            if np.isnan(out.copy_to_host()).any():
+                raise AssertionError(f"{variant} at {warps} warps left outputs unwritten")
+            # The arithmetic, on a short run (the reference is NumPy, step by step)
+            poison(out)
+            k.fma_chains_launch(chains, out, sms, threads, 1)
             sample = np.arange(0, out.size, max(1, out.size // 7))
-            got = out.copy_to_host()[sample]
-            if not np.array_equal(got, k.fma_chains_reference(sample, chains, trips)):
+            if not np.array_equal(out.copy_to_host()[sample], k.fma_chains_reference(sample, chains, 1)):
                 raise AssertionError(f"{variant} at {warps} warps differs from the float32 FMA reference")
     return rows
 
