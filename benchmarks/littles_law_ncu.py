@@ -4,8 +4,8 @@ limiting resource, DRAM and FMA throughput (run on a GPU with ncu on the PATH).
     ncu --clock-control none --csv --page raw --metrics $(python benchmarks/littles_law_ncu.py metrics) \\
         python benchmarks/littles_law_ncu.py launch > OUT/ncu_littles_law.csv
 
-``launch`` runs each case once, on the lesson's launch shapes (1 GiB copy; FMA chains on one block per
-SM). A third witness, beside the calculator and the driver, that the copy ran at 16 warps per SM.
+``launch`` runs each case once, on the lesson's launch shapes (a 256 MiB copy; FMA chains on one block
+per SM). A third witness, beside the calculator and the driver, that the copy ran at 16 warps per SM.
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ def launch() -> None:
     from gpu_lessons.lessons import littles_law as lesson
 
     limits = occupancy.sm_limits()
-    x = cuda.to_device(np.random.default_rng(0).standard_normal(lesson.COPY_ELEMENTS, dtype=np.float32))
+    n = 2**26  # 256 MiB per buffer: 4x the L2, and quick to save and restore for ncu's replays
+    x = cuda.to_device(np.random.default_rng(0).standard_normal(n, dtype=np.float32))
     out = cuda.device_array_like(x)
     for variant, block, per_sm in CASES:
         f = lesson.parse_variant(variant)
