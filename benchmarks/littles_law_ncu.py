@@ -20,6 +20,16 @@ METRICS = [
     "sm__warps_active.avg.per_cycle_active", "dram__throughput.avg.pct_of_peak_sustained_elapsed",
     "dram__bytes.sum.per_second", "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
     "smsp__inst_executed_pipe_fma.sum", "gpu__time_duration.sum",
+    # why one FMA chain per thread stalls (warp state per issued instruction), and which FMA pipe ran it
+    "smsp__issue_active.avg.pct_of_peak_sustained_active",
+    "smsp__inst_executed_pipe_fmaheavy.sum", "smsp__inst_executed_pipe_fmalite.sum",
+    "smsp__average_warps_issue_stalled_wait_per_issue_active.ratio",
+    "smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio",
+    "smsp__average_warps_issue_stalled_dispatch_stall_per_issue_active.ratio",
+    "smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio",
+    "smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio",
+    "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",
+    "smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio",
 ]
 
 CASES = [("copy w16 u4", 256, 2), ("copy w16 u1", 256, 2), ("copy w4 u1", 256, 8)]
@@ -53,9 +63,23 @@ def launch() -> None:
     cuda.synchronize()
 
 
+def available(metrics: list[str]) -> list[str]:
+    """The metrics this ncu knows (an unknown name would stop the whole run)."""
+    import subprocess
+
+    try:
+        listing = subprocess.run(["ncu", "--query-metrics"], capture_output=True, text=True, timeout=20).stdout
+    except (OSError, subprocess.SubprocessError):
+        return metrics
+    known = {line.split()[0] for line in listing.splitlines() if line.strip()}
+    if len(known) < 50:  # the listing did not come: try them all
+        return metrics
+    return [m for m in metrics if m.split(".")[0] in known]
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["metrics"]:
-        print(",".join(METRICS))
+        print(",".join(available(METRICS)))
     elif sys.argv[1:] == ["launch"]:
         launch()
     else:
