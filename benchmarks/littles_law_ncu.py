@@ -68,7 +68,8 @@ def available(metrics: list[str]) -> list[str]:
     import subprocess
 
     try:
-        listing = subprocess.run(["ncu", "--query-metrics"], capture_output=True, text=True, timeout=20).stdout
+        query = subprocess.run(["ncu", "--query-metrics"], capture_output=True, text=True, timeout=20)
+        listing = query.stdout
     except (OSError, subprocess.SubprocessError):
         return metrics
     known = {line.split()[0] for line in listing.splitlines() if line.strip()}
