@@ -391,19 +391,26 @@ def roofline(
 WIDTH_MARKERS = {4: "o", 8: "s", 16: "D"}
 
 
-def littles_law_memory(points: pd.DataFrame, provenance: str | None = None, ax: Axes | None = None,
+def littles_law_memory(points: pd.DataFrame, provenance: str | None = None,
                        title: str = "Little's Law for memory: bandwidth against bytes in flight") -> Figure:
-    """Measured copy GB/s against read bytes in flight per SM (log x), colour by loads per thread,
-    marker by bytes per access; the line is Little's Law from the measured latency and ceiling.
+    """Top: measured copy GB/s against read bytes in flight per SM (log-log), colour by loads per
+    thread, marker by bytes per access, and the line Little's Law draws from the measured latency and
+    ceiling. Bottom: each point's measured / predicted (the model's error).
 
     points: lessons.littles_law.memory_points (attrs latency_ns, ceiling_gbps, sms)."""
-    fig, ax = _new_axes(ax)
+    from matplotlib.lines import Line2D
+
+    fig = plt.figure(figsize=(STYLE["figsize"][0], STYLE["figsize"][1] * 1.3), layout="constrained")
+    plt.close(fig)
+    ax, low = fig.subplots(2, 1, sharex=True, height_ratios=[3, 1.1])
     latency, ceiling, sms = (points.attrs[key] for key in ("latency_ns", "ceiling_gbps", "sms"))
     unrolls = sorted(points["unroll"].unique())
     colors = {u: PALETTE[i % len(PALETTE)] for i, u in enumerate(unrolls)}
     for (width, unroll), rows in points.groupby(["width", "unroll"]):
-        ax.scatter(rows["bytes_in_flight_per_sm"], rows["gbps"], color=colors[unroll],
-                   marker=WIDTH_MARKERS.get(width, "o"), s=30, zorder=3, edgecolors="white", linewidths=0.5)
+        style = {"color": colors[unroll], "marker": WIDTH_MARKERS.get(width, "o"), "s": 30, "zorder": 3,
+                 "edgecolors": "white", "linewidths": 0.5, "alpha": 0.9}
+        ax.scatter(rows["bytes_in_flight_per_sm"], rows["gbps"], **style)
+        low.scatter(rows["bytes_in_flight_per_sm"], rows["gbps"] / rows["predicted_gbps"], **style)
     inflight = points["bytes_in_flight_per_sm"]
     x = np.geomspace(inflight.min() / 1.5, inflight.max() * 1.5, 300)
     model = np.minimum(ceiling, 2 * x * sms / latency)
@@ -412,14 +419,9 @@ def littles_law_memory(points: pd.DataFrame, provenance: str | None = None, ax: 
     _draw_ceiling(ax, ceiling, "measured ceiling")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")  # Little's Law is a line of slope 1 here, until the ceiling
-    ax.xaxis.set_major_locator(FixedLocator(_binary_ticks(x.min(), x.max())))
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: human_bytes(value)))
-    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_ylim(min(points["gbps"].min(), model.min()) / 1.5, ceiling * 1.6)
     ax.yaxis.set_major_formatter(FuncFormatter(_plain_number))
     ax.yaxis.set_minor_formatter(NullFormatter())
-    from matplotlib.lines import Line2D
-
     handles = [Line2D([], [], color=colors[u], marker="o", linestyle="", label=f"{u} load(s) per thread")
                for u in unrolls]
     handles += [Line2D([], [], color="#777777", marker=WIDTH_MARKERS.get(w, "o"), linestyle="",
@@ -427,8 +429,15 @@ def littles_law_memory(points: pd.DataFrame, provenance: str | None = None, ax: 
     handles += ax.get_legend_handles_labels()[0][:1]
     ax.legend(handles=handles, fontsize=STYLE["legend_size"] - 1, frameon=False, loc="upper left",
               bbox_to_anchor=(0.0, 0.93), ncols=2)
-    return _finish(fig, ax, title, "Read bytes in flight per SM (warps x 32 x loads per thread x bytes)",
-                   "Copy bandwidth (GB/s, read + write)", provenance)
+    _finish(fig, ax, title, "", "Copy bandwidth (GB/s, read + write)", None)
+    low.axhline(1.0, color=STYLE["roof_color"], linewidth=1.0)
+    ratios = points["gbps"] / points["predicted_gbps"]
+    low.set_ylim(min(0.0, ratios.min() * 0.9), max(1.2, ratios.max() * 1.1))
+    low.xaxis.set_major_locator(FixedLocator(_binary_ticks(x.min(), x.max())))
+    low.xaxis.set_major_formatter(FuncFormatter(lambda value, _: human_bytes(value)))
+    low.xaxis.set_minor_formatter(NullFormatter())
+    return _finish(fig, low, "", "Read bytes in flight per SM (warps x 32 x loads per thread x bytes)",
+                   "measured /\npredicted", provenance)
 
 
 def littles_law_fma(points: pd.DataFrame, provenance: str | None = None, ax: Axes | None = None,
