@@ -32,8 +32,8 @@ METRICS = [
     "smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio",
 ]
 
-CASES = [("copy w16 u4", 256, 2), ("copy w16 u1", 256, 2), ("copy w4 u1", 256, 8)]
-FMA_CASES = [(8, 8), (1, 8), (8, 64)]  # (chains, warps per SM)
+CASES = [("copy w16 u4", 256, 2), ("copy w16 u24", 256, 8)]  # (variant, block, blocks per SM)
+FMA_CASES = [(8, 8), (1, 8), (1, 32), (2, 32)]  # (chains, warps per SM)
 
 
 def launch() -> None:

@@ -32,7 +32,7 @@ WIDTHS = (4, 8, 16)  # bytes per access: float32, float64, float4
 UNROLLS = (1, 2, 4, 8)  # independent loads per thread before the first store
 # (block, blocks per SM) -> resident warps; beyond the first block, dynamic shared memory caps residency
 RESIDENCY = ((64, 1), (128, 1), (256, 1), (256, 2), (256, 4), (256, 8))
-PRESSURE_UNROLLS = (16, 32, 64)  # 16-byte loads: 64 to 256 registers of data per thread
+PRESSURE_UNROLLS = (12, 16, 20, 24, 28, 32, 64)  # 16-byte loads: 48 to 256 registers of data per thread
 MAX_REGISTERS = ((16, 32), (32, 64), (32, 128), (64, 128))  # (unroll, cap)
 PERSISTENT_UNROLLS = (1, 4)
 PERSISTENT_BLOCKS_PER_SM = (1, 2, 4, 8)
@@ -71,12 +71,14 @@ def parse_variant(variant: str) -> dict:
 
 
 COPY_VARIANTS = [copy_variant(w, u) for w in WIDTHS for u in UNROLLS]
+PRESSURE_VARIANTS = [copy_variant(16, u) for u in PRESSURE_UNROLLS]  # residency set by their registers
 PERSISTENT_VARIANTS = [f"copy_persistent w16 u{u}" for u in PERSISTENT_UNROLLS]
 FMA_VARIANTS = [f"fma c{c}" for c in FMA_CHAINS]
 
 COMPARISONS = [
     Comparison(title="copy at 16 warps/SM (25% occupancy) vs CuPy copy", lesson=NAME, metric="gbps",
-               ours=COPY_VARIANTS, reference="cupy copy", param=float(LOW_OCCUPANCY_WARPS)),
+               ours=COPY_VARIANTS + PRESSURE_VARIANTS, reference="cupy copy",
+               param=float(LOW_OCCUPANCY_WARPS)),
     Comparison(title="FMA chains at 8 warps/SM (12.5% occupancy) vs FP32 peak", lesson=NAME,
                metric="gflops", ours=FMA_VARIANTS, reference="theory:peak_fp32_gflops",
                param=float(FMA_LOW_WARPS)),
