@@ -415,20 +415,25 @@ def littles_law_memory(points: pd.DataFrame, provenance: str | None = None,
     x = np.geomspace(inflight.min() / 1.5, inflight.max() * 1.5, 300)
     model = np.minimum(ceiling, 2 * x * sms / latency)
     ax.plot(x, model, color=STYLE["roof_color"], linewidth=STYLE["line_width"], zorder=2,
-            label=f"Little's Law: min(ceiling, 2 x bytes in flight x {sms} SMs / {latency:,.0f} ns)")
+            label=f"Little's Law, chase latency {latency:,.0f} ns")
+    light = points.attrs.get("light_load_latency_ns")
+    if light and np.isfinite(light):
+        ax.plot(x, np.minimum(ceiling, 2 * x * sms / light), color=STYLE["roof_color"], linestyle="--",
+                linewidth=1.1, zorder=2, label=f"Little's Law, light-load latency {light:,.0f} ns")
     _draw_ceiling(ax, ceiling, "measured ceiling")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")  # Little's Law is a line of slope 1 here, until the ceiling
     ax.set_ylim(min(points["gbps"].min(), model.min()) / 1.5, ceiling * 1.6)
     ax.yaxis.set_major_formatter(FuncFormatter(_plain_number))
     ax.yaxis.set_minor_formatter(NullFormatter())
-    handles = [Line2D([], [], color=colors[u], marker="o", linestyle="", label=f"{u} load(s) per thread")
+    handles = [Line2D([], [], color=colors[u], marker="o", linestyle="", label=f"{u} load(s)/thread")
                for u in unrolls]
     handles += [Line2D([], [], color="#777777", marker=WIDTH_MARKERS.get(w, "o"), linestyle="",
-                       label=f"{w}-byte accesses") for w in sorted(points["width"].unique())]
-    handles += ax.get_legend_handles_labels()[0][:1]
-    ax.legend(handles=handles, fontsize=STYLE["legend_size"] - 1, frameon=False, loc="upper left",
-              bbox_to_anchor=(0.0, 0.93), ncols=2)
+                       label=f"{w}-byte loads") for w in sorted(points["width"].unique())]
+    handles += ax.get_legend_handles_labels()[0][:2]
+    ax.legend(handles=handles, fontsize=STYLE["legend_size"] - 1, frameon=False, loc="lower right", ncols=2,
+              title=f"GB/s = min(ceiling, 2 x bytes in flight x {sms} SMs / latency)",
+              title_fontsize=STYLE["legend_size"] - 1)
     _finish(fig, ax, title, "", "Copy bandwidth (GB/s, read + write)", None)
     low.axhline(1.0, color=STYLE["roof_color"], linewidth=1.0)
     ratios = points["gbps"] / points["predicted_gbps"]
@@ -457,8 +462,10 @@ def littles_law_fma(points: pd.DataFrame, provenance: str | None = None, ax: Axe
     ax.set_ylim(0, 105)
     ax.xaxis.set_major_locator(FixedLocator(sorted(points["chains"].unique())))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.0f}%"))
+    ax.legend(fontsize=STYLE["legend_size"] - 0.5, frameon=False, loc="center right",
+              bbox_to_anchor=(1.0, 0.6), ncols=2)
     return _finish(fig, ax, title, "Independent FMA chains per thread", "% of theoretical FP32 peak",
-                   provenance, legend_loc="lower right")
+                   provenance)
 
 
 def register_pressure(rows: pd.DataFrame, provenance: str | None = None,
@@ -481,7 +488,7 @@ def register_pressure(rows: pd.DataFrame, provenance: str | None = None,
     top.set_ylim(0, 330)
     twin = top.twinx()
     twin.plot(positions, rows["warps_per_sm"], color=PALETTE[2], marker="o", linewidth=STYLE["line_width"])
-    twin.set_ylim(0, 72)
+    twin.set_ylim(0, 100)  # the line stays under the legend
     twin.set_ylabel("Resident warps per SM", fontsize=STYLE["label_size"], color=PALETTE[2])
     twin.tick_params(labelsize=STYLE["tick_size"], colors=PALETTE[2])
     top.legend(handles=[Patch(color=PALETTE[0], label="registers only"),

@@ -390,7 +390,9 @@ def memory_points(table: pd.DataFrame, meta: dict) -> pd.DataFrame:
     points["predicted_gbps"] = k.littles_law_gbps(points["bytes_in_flight_per_sm"], lat, sms, ceiling)
     points["error"] = points["gbps"] / points["predicted_gbps"] - 1
     points["implied_latency_ns"] = 2 * points["bytes_in_flight_per_sm"] * sms / points["gbps"]
-    points.attrs.update(latency_ns=lat, ceiling_gbps=ceiling, sms=sms)
+    light = points["predicted_gbps"] < ceiling / 4  # far below the knee: the memory system idles
+    points.attrs.update(latency_ns=lat, ceiling_gbps=ceiling, sms=sms,
+                        light_load_latency_ns=float(points.loc[light, "implied_latency_ns"].median()))
     return points.sort_values("bytes_in_flight_per_sm").reset_index(drop=True)
 
 
