@@ -4,6 +4,9 @@ limiting resource, DRAM and FMA throughput (run on a GPU with ncu on the PATH).
     ncu --clock-control none --csv --page raw --metrics $(python benchmarks/littles_law_ncu.py metrics) \\
         python benchmarks/littles_law_ncu.py launch > OUT/ncu_littles_law.csv
 
+``summarize RAW OUT`` keeps, of ncu's raw CSV, one row per (case, metric) of METRICS
+(data/nvidia-h200/ncu_littles_law.csv; the lesson reads it with ``recorded_ncu``).
+
 ``launch`` runs each case once, on the lesson's launch shapes (a 256 MiB copy; FMA chains on one block
 per SM). A third witness, beside the calculator and the driver, that the copy ran at 16 warps per SM.
 """
@@ -78,8 +81,34 @@ def available(metrics: list[str]) -> list[str]:
     return [m for m in metrics if m.split(".")[0] in known]
 
 
+def case_names() -> list[str]:
+    names = [f"{variant}, block {block}, {per_sm} blocks/SM" for variant, block, per_sm in CASES]
+    return names + [f"fma c{chains}, {warps} warps/SM" for chains, warps in FMA_CASES]
+
+
+def summarize(raw: str, out: str) -> None:
+    import csv
+    import io
+
+    lines = [line for line in open(raw).read().splitlines() if line.startswith('"')]
+    header, _units, *launches = list(csv.reader(io.StringIO("\n".join(lines))))
+    names = case_names()
+    if len(launches) != len(names):
+        raise SystemExit(f"{len(launches)} profiled launches for {len(names)} cases")
+    with open(out, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["case", "kernel", "metric", "value"])
+        for name, launch in zip(names, launches, strict=True):
+            kernel = launch[header.index("Kernel Name")].split("[")[0]
+            for metric in METRICS:
+                if metric in header:
+                    writer.writerow([name, kernel, metric, launch[header.index(metric)].replace(",", "")])
+
+
 if __name__ == "__main__":
-    if sys.argv[1:] == ["metrics"]:
+    if sys.argv[1:2] == ["summarize"]:
+        summarize(*sys.argv[2:4])
+    elif sys.argv[1:] == ["metrics"]:
         print(",".join(available(METRICS)))
     elif sys.argv[1:] == ["launch"]:
         launch()

@@ -455,6 +455,20 @@ def kernel_resources_table(meta: dict) -> pd.DataFrame:
     return pd.DataFrame(rows).fillna(0)
 
 
+NCU_FILE = "ncu_littles_law.csv"  # data/<gpu>/: benchmarks/littles_law_ncu.py summarize
+
+
+def recorded_ncu(gpu: str | None = None) -> pd.DataFrame:
+    """Nsight Compute's counters for the lesson's winners (recorded): one column per case."""
+    from .. import results
+
+    path = results.data_root() / (gpu or results.DEFAULT_GPU) / NCU_FILE
+    if not path.exists():
+        raise results.MissingRecordingError(f"{results.shown_path(path)}: no Nsight Compute recording")
+    table = pd.read_csv(path)
+    return table.pivot(index="metric", columns="case", values="value")
+
+
 def recorded_resources(gpu: str | None = None) -> pd.DataFrame:
     """kernel_resources_table of the reference recording."""
     from .. import results
