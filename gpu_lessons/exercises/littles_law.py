@@ -192,9 +192,9 @@ def check_chains_for_peak(answer) -> object:
         points = lesson.fma_points(data.table, data.meta)
         measured = points[(points["warps_per_sm"] == FMA_WARPS)].set_index("chains")["fraction_of_peak"]
         near = measured.index[np.argmin(np.abs(measured.index - chains))]
-        return report(name, True, f"at the recorded FMA latency of {cycles:.2f} cycles the model needs {chains} "
-                      f"chains at {FMA_WARPS} warps/SM; the H200 measured {measured[near]:.0%} of the peak with "
-                      f"{near} (section 3 says why the model is optimistic there)")
+        return report(name, True, f"at the recorded FMA latency of {cycles:.2f} cycles the model needs "
+                      f"{chains} chains at {FMA_WARPS} warps/SM; the H200 measured {measured[near]:.0%} of "
+                      f"the peak with {near} (section 3 says why the model is optimistic there)")
 
     return guarded(name, attempt)
 
