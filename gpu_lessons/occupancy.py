@@ -321,9 +321,10 @@ def kernel_resources(kernel, *args, signature=None) -> KernelResources:
     )
 
 
-def kernel_occupancy(kernel, threads_per_block: int, dynamic_shared_bytes: int = 0, *args,
+def kernel_occupancy(kernel, threads_per_block: int, dynamic_shared_bytes: int = 0, *, args=(),
                      signature=None, limits: SMLimits | None = None) -> Occupancy:
-    """occupancy() for a compiled kernel, from its own resource report (GPU mode)."""
+    """occupancy() for a compiled kernel (for ``args``' types, or ``signature``), from its own resource
+    report (GPU mode)."""
     res = kernel_resources(kernel, *args, signature=signature)
     return occupancy(threads_per_block, res.registers_per_thread,
                      res.shared_bytes_per_block + dynamic_shared_bytes, limits)

@@ -19,7 +19,6 @@ take device arrays and only launch (the timing harness calls those).
 from __future__ import annotations
 
 import linecache
-import math
 from functools import cache
 
 import numpy as np
@@ -378,10 +377,6 @@ def fma_model_fraction(warps_per_sm, chains, latency_cycles: float, schedulers: 
         mine = np.maximum(mine, 0)
         total = total + np.minimum(1.0, mine * chains / latency_cycles)
     return total / schedulers
-
-
-def is_power_of_two(value: int) -> bool:
-    return value > 0 and math.log2(value).is_integer()
 
 
 # ------------------------------------------------------------------ GPU-only helpers
