@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import ceilings, reduce, roofline
+from . import ceilings, littles_law, reduce, roofline
 
-LESSONS: dict[str, ModuleType] = {roofline.NAME: roofline, reduce.NAME: reduce}
+LESSONS: dict[str, ModuleType] = {
+    module.NAME: module for module in (roofline, littles_law, reduce)
+}
 EXPERIMENTS: dict[str, ModuleType] = {ceilings.NAME: ceilings, **LESSONS}
 
 

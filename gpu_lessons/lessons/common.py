@@ -83,7 +83,20 @@ def measurement_meta(lesson: str, live: bool) -> dict:
             "git_revision": git_revision(), **observed_clocks()}
     if live:
         meta["live"] = True
+    facts = lesson_facts(lesson)
+    if facts:
+        meta["facts"] = facts
     return meta
+
+
+def lesson_facts(lesson: str) -> dict:
+    """What a lesson's last measure() learned beside its timings (kernel resources, SASS counts,
+    device limits), from its optional ``recorded_facts()``: kept in the meta, for the simulator."""
+    from . import EXPERIMENTS
+
+    module = EXPERIMENTS.get(lesson)
+    facts = getattr(module, "recorded_facts", None)
+    return facts() if facts else {}
 
 
 def check_row(name: str, passed: bool, detail: str) -> dict:
