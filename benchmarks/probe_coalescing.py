@@ -1,0 +1,341 @@
+"""Round-1 probe for lesson 3 (coalescing): every variant checked and timed, SASS, registers,
+and (``ncu`` mode, run under Nsight Compute) one launch of each kernel the counters explain.
+
+    python benchmarks/probe_coalescing.py time OUT     # checks, timings -> OUT/probe.csv, SASS
+    ncu ... python benchmarks/probe_coalescing.py ncu   # one launch each, for the counters
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import cupy as cp
+import numpy as np
+import pandas as pd
+from numba import cuda, uint64
+
+from gpu_lessons import bench
+from gpu_lessons.kernels import coalescing as c
+from gpu_lessons.kernels import roofline as r
+from gpu_lessons.kernels.launch import blocks_to_cover, resident_blocks
+from gpu_lessons.kernels.util import poison
+
+SEED = 7
+BIG = 2**30  # floats in the big input (4 GiB): strided reads never repeat a sector
+N = 2**26  # offset sweep and ncu copies
+COPY_N = 2**28  # 1 GiB per buffer: the copy comparison
+PARTICLES = 2**25
+DT = np.float32(0.01)
+ROWS = []
+
+
+@cuda.jit
+def offset_copy_unsigned(x, out, offset):
+    i = uint64(cuda.grid(1))
+    if i < uint64(out.shape[0]):
+        out[i] = x[i + offset]
+
+
+@cuda.jit
+def strided_copy_unsigned(x, out, stride):
+    i = uint64(cuda.grid(1))
+    if i < uint64(out.shape[0]):
+        out[i] = x[i * stride]
+
+
+def row(group, variant, launch, useful_bytes, param=np.nan, size=0, runs=25):
+    t = bench.measure(launch, runs=runs)
+    ROWS.append({"group": group, "variant": variant, "param": param, "size": size,
+                 "median_ms": t.median_ms, "min_ms": t.min_ms, "max_ms": t.max_ms,
+                 "gbps": useful_bytes / t.median_ms / 1e6})
+    print(f"{group:10s} {variant:34s} {param!s:>6} {size:>11} {ROWS[-1]['gbps']:9.1f} GB/s "
+          f"spread {t.spread:.3f}", flush=True)
+
+
+def check_sample(out, expected_index, what):
+    """out[k] == x_big[expected_index(k)] on a sample and at both ends; nothing left poisoned."""
+    d = cp.asarray(out)
+    if bool(cp.isnan(d).any()):
+        raise AssertionError(f"{what}: outputs left poisoned")
+    n = d.size
+    sample = np.unique(np.concatenate([np.random.default_rng().integers(0, n, 4096), np.arange(min(n, 64)),
+                                       np.arange(max(0, n - 64), n)]))
+    got = cp.asnumpy(d[cp.asarray(sample)])
+    want = c.random_values(expected_index(sample), SEED)
+    if not np.array_equal(got, want):
+        raise AssertionError(f"{what}: wrong values")
+
+
+def copies(big):
+    cupy_src = cp.asarray(big)[:COPY_N]
+    x = cuda.as_cuda_array(cupy_src)
+    out = cuda.device_array(COPY_N, np.float32)
+    cout = cp.asarray(out)
+    useful = 8 * COPY_N
+    row("copy", "cupy copyto", lambda _: cp.copyto(cout, cupy_src), useful, size=COPY_N)
+    row("copy", "roofline copy_vec4", lambda _: r.copy_launch("copy_vec4", x, out), useful, size=COPY_N)
+    row("copy", "roofline copy_vec4_grid_stride", lambda _: r.copy_launch("copy_vec4_grid_stride", x, out),
+        useful, size=COPY_N)
+    for variant in c.WIDTH_VARIANTS:
+        poison(out)
+        row("copy", variant, lambda _, v=variant: c.width_launch(v, x, out), useful, size=COPY_N)
+        check_sample(out, lambda k: k, variant)
+    for variant in ("copy_w16_grid_stride", "copy_w16_grid_stride_x4", "copy_w16_queue"):
+        for block in (256, 512, 1024):
+            for waves in (1, 2, 4):
+                if (block, waves) == (256, 1):
+                    continue
+                row("copy", f"{variant} b{block} w{waves}",
+                    lambda _, v=variant, b=block, w=waves: c.width_launch(v, x, out, b, w), useful,
+                    size=COPY_N, param=block * 10 + waves)
+    for per_sm in (1, 2, 4, 16, 32):
+        blocks = resident_blocks() // 8 * per_sm
+        row("copy", f"copy_w16_grid_stride {per_sm}/SM",
+            lambda _, b=blocks: c.copy_w16_grid_stride[b, 256](x, out), useful, size=COPY_N, param=per_sm)
+
+
+def widths(big):
+    for p in (20, 22, 24, 26, 28):
+        n = 2**p
+        src = cp.asarray(big)[:n]
+        x = cuda.as_cuda_array(src)
+        out = cuda.device_array(n, np.float32)
+        cout = cp.asarray(out)
+        row("width", "cupy copyto", lambda _: cp.copyto(cout, src), 8 * n, size=n)
+        for variant in ("copy_w4", "copy_w8", "copy_w16", "copy_w4_grid_stride", "copy_w8_grid_stride",
+                        "copy_w16_grid_stride", "copy_w16_grid_stride_x4"):
+            poison(out)
+            row("width", variant, lambda _, v=variant: c.width_launch(v, x, out), 8 * n, size=n)
+            check_sample(out, lambda k: k, f"{variant} n={n}")
+
+
+def offsets(big):
+    x = cuda.as_cuda_array(cp.asarray(big)[: N + 64])
+    out = cuda.device_array(N, np.float32)
+    for offset in range(33):
+        poison(out)
+        row("offset", "offset_copy", lambda _, o=offset: c.offset_copy_kernel[blocks_to_cover(N), 256](x, out, o),
+            8 * N, param=offset, size=N)
+        check_sample(out, lambda k, o=offset: k + o, f"offset {offset}")
+        if offset in (0, 1, 8):
+            row("offset", "offset_copy_unsigned",
+                lambda _, o=offset: offset_copy_unsigned[blocks_to_cover(N), 256](x, out, np.uint64(o)),
+                8 * N, param=offset, size=N)
+
+
+STRIDES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 128)
+
+
+def strides(big):
+    x = cuda.as_cuda_array(cp.asarray(big))
+    for stride in STRIDES:
+        n = min(2**26, BIG // stride)
+        out = cuda.device_array(n, np.float32)
+        poison(out)
+        row("stride", "strided_copy", lambda _, s=stride: c.strided_copy_kernel[blocks_to_cover(n), 256](x, out, s),
+            8 * n, param=stride, size=n)
+        check_sample(out, lambda k, s=stride: k * s, f"stride {stride}")
+        if stride in (1, 2, 32):
+            row("stride", "strided_copy_unsigned",
+                lambda _, s=stride: strided_copy_unsigned[blocks_to_cover(n), 256](x, out, np.uint64(s)),
+                8 * n, param=stride, size=n)
+
+
+EK = None
+
+
+def particle_kernels():
+    global EK
+    if EK is None:
+        EK = cp.ElementwiseKernel("float32 vx, float32 vy, float32 vz, float32 dt",
+                                  "float32 x, float32 y, float32 z",
+                                  "x += vx * dt; y += vy * dt; z += vz * dt", "particles_elementwise")
+    return EK
+
+
+def particles():
+    n = PARTICLES
+    useful = c.PARTICLE_USEFUL_BYTES * n
+    soa = [cp.empty(n, cp.float32) for _ in range(6)]
+    for f, a in enumerate(soa):
+        c.fill_random(cuda.as_cuda_array(a), SEED + f)
+    host = np.stack([cp.asnumpy(a) for a in soa], axis=1)
+    reference = c.particles_reference(host, DT)
+    arrays = [cuda.as_cuda_array(a) for a in soa]
+    backup = [a.copy() for a in soa]
+
+    def restore():
+        for a, b in zip(soa, backup, strict=True):
+            a[...] = b
+
+    def check(result, what):
+        if not np.allclose(result, reference, rtol=1e-6, atol=1e-6):
+            raise AssertionError(f"{what} differs from NumPy")
+
+    for variant in c.PARTICLE_SOA_VARIANTS:
+        restore()
+        c.particles_soa_launch(variant, arrays, DT)
+        check(np.stack([cp.asnumpy(a) for a in soa], axis=1), variant)
+        row("particles", variant, lambda _, v=variant: c.particles_soa_launch(v, arrays, DT), useful, size=n)
+    ek = particle_kernels()
+    restore()
+    ek(soa[3], soa[4], soa[5], DT, soa[0], soa[1], soa[2])
+    check(np.stack([cp.asnumpy(a) for a in soa], axis=1), "elementwise")
+    row("particles", "cupy ElementwiseKernel", lambda _: ek(soa[3], soa[4], soa[5], DT, soa[0], soa[1], soa[2]),
+        useful, size=n)
+
+    def expressions(_):
+        soa[0][...] += soa[3] * DT
+        soa[1][...] += soa[4] * DT
+        soa[2][...] += soa[5] * DT
+
+    restore()
+    expressions(0)
+    check(np.stack([cp.asnumpy(a) for a in soa], axis=1), "cupy expressions")
+    row("particles", "cupy expressions (SoA)", expressions, useful, size=n)
+    del soa, backup, arrays
+    aos = cp.asarray(host)
+    d = cuda.as_cuda_array(aos)
+    c.particles_aos_launch(d, DT)
+    check(cp.asnumpy(aos), "aos")
+    row("particles", "particles_aos", lambda _: c.particles_aos_launch(d, DT), useful, size=n)
+    aos[...] = cp.asarray(host)
+
+    def aos_expression(_):
+        aos[:, 0:3] += aos[:, 3:6] * DT
+
+    aos_expression(0)
+    check(cp.asnumpy(aos), "cupy aos")
+    row("particles", "cupy expression (AoS)", aos_expression, useful, size=n)
+    del aos, d
+    blocks = cp.asarray(c.to_aosoa(host))
+    db = cuda.as_cuda_array(blocks)
+    c.particles_aosoa_launch(db, n, DT)
+    check(c.from_aosoa(cp.asnumpy(blocks), n), "aosoa")
+    row("particles", "particles_aosoa", lambda _: c.particles_aosoa_launch(db, n, DT), useful, size=n)
+    del blocks, db
+    padded = cp.asarray(c.to_padded(host))
+    dp = cuda.as_cuda_array(padded)
+    c.particles_padded_launch(dp, DT)
+    check(c.from_padded(cp.asnumpy(padded)), "padded")
+    row("particles", "particles_padded_vec4", lambda _: c.particles_padded_launch(dp, DT), useful, size=n)
+
+
+def sass(out_dir: Path):
+    kernels = {
+        "roofline_copy_vec4_grid_stride": r.copy_vec4_grid_stride, "roofline_copy_vec4": r.copy_vec4,
+        **{name: k for name, (k, _, _) in c.WIDTH_VARIANTS.items()},
+        "offset_copy_kernel": c.offset_copy_kernel, "offset_copy_unsigned": offset_copy_unsigned,
+        "strided_copy_kernel": c.strided_copy_kernel,
+        **{v: c._SOA_KERNELS[v] for v in c.PARTICLE_SOA_VARIANTS},
+        "particles_aos": c.particles_aos_kernel, "particles_aosoa": c.particles_aosoa_kernel,
+        "particles_padded_vec4": c.particles_padded_vec4_kernel, "add_vec4": c.add_vec4_kernel,
+    }
+    folder = out_dir / "sass"
+    folder.mkdir(parents=True, exist_ok=True)
+    resources = []
+    for name, k in kernels.items():
+        try:
+            for sig, text in k.inspect_sass().items():
+                (folder / f"{name}.sass").write_text(f"// {sig}\n{text}")
+            regs = k.get_regs_per_thread()
+            regs = list(regs.values())[0] if isinstance(regs, dict) else regs
+            resources.append({"kernel": name, "registers": regs})
+        except Exception as error:  # noqa: BLE001
+            resources.append({"kernel": name, "registers": f"error: {error}"})
+    pd.DataFrame(resources).to_csv(out_dir / "resources.csv", index=False)
+
+
+def checks():
+    rng = np.random.default_rng()
+    for n in (1, 3, 4, 5, 1000, 1027, 4099):
+        a = rng.standard_normal((n, 6), dtype=np.float32)
+        ref = c.particles_reference(a, DT)
+        for layout in ("aos", "aosoa", "padded"):
+            assert np.allclose(c.update_particles(a, DT, layout), ref, atol=1e-6), (layout, n)
+        for v in c.PARTICLE_SOA_VARIANTS:
+            assert np.allclose(c.update_particles(a, DT, "soa", v), ref, atol=1e-6), (v, n)
+        x, y = rng.standard_normal(n, dtype=np.float32), rng.standard_normal(n, dtype=np.float32)
+        for v in c.WIDTH_VARIANTS:
+            for block in (256, 1024):
+                assert np.array_equal(c.copy_width(x, v, block), x), (v, n, block)
+        assert np.array_equal(c.add_vec4(x, y), x + y), n
+    try:
+        c.add_vec4(x[1:], y[1:])
+    except c.InputError as error:
+        print("misaligned view refused:", error)
+    print("checks passed", flush=True)
+
+
+def ncu_launches():
+    n = N
+    big = cp.empty(BIG, cp.float32)
+    c.fill_random(cuda.as_cuda_array(big), SEED)
+    x = cuda.as_cuda_array(big[:n])
+    out = cuda.device_array(n, np.float32)
+    cout = cp.asarray(out)
+    cuda.synchronize()
+    names = []
+    def mark(name):
+        cuda.synchronize()
+        names.append(name)
+    cp.copyto(cout, big[:n]); mark("cupy copyto")
+    r.copy_launch("copy_vec4", x, out); mark("roofline copy_vec4")
+    r.copy_launch("copy_vec4_grid_stride", x, out); mark("roofline copy_vec4_grid_stride")
+    for v in ("copy_w4", "copy_w16", "copy_w16_grid_stride", "copy_w16_grid_stride_x4", "copy_w16_queue",
+              "copy_w4_grid_stride"):
+        c.width_launch(v, x, out); mark(v)
+    c.width_launch("copy_w16_grid_stride", x, out, 1024, 1); mark("copy_w16_grid_stride b1024")
+    xo = cuda.as_cuda_array(big[: n + 64])
+    for offset in (0, 1, 8):
+        c.offset_copy_kernel[blocks_to_cover(n), 256](xo, out, offset); mark(f"offset_copy {offset}")
+    xb = cuda.as_cuda_array(big)
+    for stride in (1, 2, 4, 8, 16, 32, 64, 128):
+        m = min(2**26, BIG // stride)
+        o = cuda.device_array(m, np.float32)
+        c.strided_copy_kernel[blocks_to_cover(m), 256](xb, o, stride); mark(f"strided_copy {stride}")
+    del big, xb, xo, x, out, cout
+    p = 2**24
+    soa = [cp.empty(p, cp.float32) for _ in range(6)]
+    for f, a in enumerate(soa):
+        c.fill_random(cuda.as_cuda_array(a), SEED + f)
+    arrays = [cuda.as_cuda_array(a) for a in soa]
+    cuda.synchronize()
+    for v in ("particles_soa_naive", "particles_soa", "particles_soa_vec4"):
+        c.particles_soa_launch(v, arrays, DT); mark(v)
+    particle_kernels()(soa[3], soa[4], soa[5], DT, soa[0], soa[1], soa[2]); mark("cupy ElementwiseKernel")
+    aos = cp.stack(soa, axis=1)
+    c.particles_aos_launch(cuda.as_cuda_array(aos), DT); mark("particles_aos")
+    print("NCU_ORDER", "|".join(names))
+
+
+def main():
+    mode = sys.argv[1]
+    if mode == "ncu":
+        ncu_launches()
+        return
+    out_dir = Path(sys.argv[2])
+    out_dir.mkdir(parents=True, exist_ok=True)
+    t0 = time.time()
+    checks()
+    big = cp.empty(BIG, cp.float32)
+    c.fill_random(cuda.as_cuda_array(big), SEED)
+    for step in (particles, copies, widths, offsets, strides):
+        t = time.time()
+        try:
+            step(big) if step is not particles else step()
+        except Exception as error:  # noqa: BLE001 - keep the other steps
+            import traceback
+            traceback.print_exc()
+            print(f"STEP {step.__name__} FAILED: {error}")
+        print(f"-- {step.__name__}: {time.time() - t:.1f} s", flush=True)
+        pd.DataFrame(ROWS).to_csv(out_dir / "probe.csv", index=False)
+    t = time.time()
+    sass(out_dir)
+    print(f"-- sass: {time.time() - t:.1f} s; total {time.time() - t0:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
