@@ -391,6 +391,73 @@ def update_particles(aos, dt, layout: str = "soa", variant: str | None = None):
     raise InputError(f"unknown layout {layout!r}; choose one of aos, soa, aosoa, padded")
 
 
+# Layout changes on the device (the experiment builds every layout from the same random SoA data).
+
+
+@cuda.jit
+def _soa_to_aos_kernel(x, y, z, vx, vy, vz, aos):
+    i, step, n = uint64(cuda.grid(1)), uint64(cuda.gridsize(1)), uint64(x.size)
+    while i < n:
+        aos[i, 0], aos[i, 1], aos[i, 2] = x[i], y[i], z[i]
+        aos[i, 3], aos[i, 4], aos[i, 5] = vx[i], vy[i], vz[i]
+        i += step
+
+
+@cuda.jit
+def _aos_aosoa_kernel(aos, blocks, to_blocks):
+    i, step, n = uint64(cuda.grid(1)), uint64(cuda.gridsize(1)), uint64(aos.shape[0])
+    while i < n:
+        b, lane = i // _U32, i % _U32
+        for f in range(6):
+            if to_blocks:
+                blocks[b, f, lane] = aos[i, f]
+            else:
+                aos[i, f] = blocks[b, f, lane]
+        i += step
+
+
+@cuda.jit
+def _aos_padded_kernel(aos, flat, to_padded):
+    i, step, n = uint64(cuda.grid(1)), uint64(cuda.gridsize(1)), uint64(aos.shape[0])
+    while i < n:
+        base = i * np.uint64(8)
+        for f in range(3):
+            if to_padded:
+                flat[base + uint64(f)] = aos[i, f]
+                flat[base + np.uint64(4) + uint64(f)] = aos[i, 3 + f]
+            else:
+                aos[i, f] = flat[base + uint64(f)]
+                aos[i, 3 + f] = flat[base + np.uint64(4) + uint64(f)]
+        if to_padded:
+            flat[base + np.uint64(3)] = float32(0)
+            flat[base + np.uint64(7)] = float32(0)
+        i += step
+
+
+def _grid(n: int) -> int:
+    return grid_stride_blocks(max(1, n))
+
+
+def soa_to_aos_launch(fields, aos) -> None:
+    _soa_to_aos_kernel[_grid(aos.shape[0]), THREADS_PER_BLOCK](*fields, aos)
+
+
+def aos_to_aosoa_launch(aos, blocks) -> None:
+    _aos_aosoa_kernel[_grid(aos.shape[0]), THREADS_PER_BLOCK](aos, blocks, True)
+
+
+def aosoa_to_aos_launch(blocks, aos) -> None:
+    _aos_aosoa_kernel[_grid(aos.shape[0]), THREADS_PER_BLOCK](aos, blocks, False)
+
+
+def aos_to_padded_launch(aos, flat) -> None:
+    _aos_padded_kernel[_grid(aos.shape[0]), THREADS_PER_BLOCK](aos, flat, True)
+
+
+def padded_to_aos_launch(flat, aos) -> None:
+    _aos_padded_kernel[_grid(aos.shape[0]), THREADS_PER_BLOCK](aos, flat, False)
+
+
 # ---------------------------------------------------------------------------------------------
 # 5. Copies 4, 8 and 16 bytes wide per thread and access, one-shot and grid-stride.
 
@@ -642,3 +709,27 @@ def add_vec4(x, y, block: int = THREADS_PER_BLOCK):
     if x.shape[0]:
         add_vec4_launch(d_x, d_y, d_out, block)
     return returned(d_out, host)
+
+
+# ---------------------------------------------------------------------------------------------
+# Checking big outputs without copying them back: count the elements a kernel left poisoned.
+
+
+@cuda.jit
+def _count_nan_kernel(flat, count):
+    i, step, n = uint64(cuda.grid(1)), uint64(cuda.gridsize(1)), uint64(flat.size)
+    mine = 0
+    while i < n:
+        if flat[i] != flat[i]:
+            mine += 1
+        i += step
+    if mine:
+        cuda.atomic.add(count, 0, mine)
+
+
+def count_nan(array) -> int:
+    """NaN elements of a float32 device array (poisoned outputs a kernel never wrote)."""
+    count = cuda.to_device(np.zeros(1, np.int64))
+    flat = array.reshape(array.size)
+    _count_nan_kernel[grid_stride_blocks(max(1, flat.size)), THREADS_PER_BLOCK](flat, count)
+    return int(count.copy_to_host()[0])
