@@ -318,31 +318,67 @@ def ncu_launches():
     print("NCU_ORDER", "|".join(names))
 
 
+def unsigned_compare(big):
+    """Signed (the lesson's sweep kernels) against unsigned indices, at a few offsets and strides."""
+    x = cuda.as_cuda_array(cp.asarray(big))
+    out = cuda.device_array(N, np.float32)
+    for offset in (0, 1, 8):
+        row("unsigned", "offset_copy", lambda _, o=offset: c.offset_copy_kernel[blocks_to_cover(N), 256](x, out, o),
+            8 * N, param=offset, size=N)
+        row("unsigned", "offset_copy_unsigned",
+            lambda _, o=offset: offset_copy_unsigned[blocks_to_cover(N), 256](x, out, np.uint64(o)),
+            8 * N, param=offset, size=N)
+    for stride in (1, 2, 32):
+        n = min(2**26, BIG // stride)
+        o = cuda.device_array(n, np.float32)
+        row("unsigned", "strided_copy", lambda _, s=stride: c.strided_copy_kernel[blocks_to_cover(n), 256](x, o, s),
+            8 * n, param=stride, size=n)
+        row("unsigned", "strided_copy_unsigned",
+            lambda _, s=stride: strided_copy_unsigned[blocks_to_cover(n), 256](x, o, np.uint64(s)),
+            8 * n, param=stride, size=n)
+
+
+def record(out_dir: Path):
+    """The lesson's own measure(), written as a recording (what `gpu-lessons record` does)."""
+    from gpu_lessons import results
+    from gpu_lessons.lessons import coalescing as lesson
+    from gpu_lessons.lessons.common import measurement_meta
+
+    table = lesson.measure(show_progress=False)
+    meta = measurement_meta(lesson.NAME, live=False)
+    print("recorded:", results.write_recording(table, meta, lesson.NAME, root=out_dir / "data"), flush=True)
+    print(table[["variant", "provider", "size", "param", "median_ms", "gbps"]].to_string(), flush=True)
+
+
 def main():
     mode = sys.argv[1]
     if mode == "ncu":
         ncu_launches()
         return
+    from gpu_lessons.lessons import coalescing as lesson
+
     out_dir = Path(sys.argv[2])
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
-    checks()
-    t = time.time()
-    sass(out_dir)
-    print(f"-- sass: {time.time() - t:.1f} s", flush=True)
+    result = lesson.check()
+    print(f"lesson.check(): {int(result['passed'].sum())}/{len(result)} passed in {time.time() - t0:.1f} s",
+          flush=True)
+    print(result[~result["passed"]].to_string())
     big = cp.empty(BIG, cp.float32)
     c.fill_random(cuda.as_cuda_array(big), SEED)
-    for step in (particles, copies, widths, offsets, strides):
+    steps = [("copies", lambda: copies(big)), ("sass", lambda: sass(out_dir)), ("record", lambda: record(out_dir)),
+             ("unsigned", lambda: unsigned_compare(big)), ("sass again", lambda: sass(out_dir))]
+    for name, step in steps:
         t = time.time()
         try:
-            step(big) if step is not particles else step()
+            step()
         except Exception as error:  # noqa: BLE001 - keep the other steps
             import traceback
+
             traceback.print_exc()
-            print(f"STEP {step.__name__} FAILED: {error}")
-        print(f"-- {step.__name__}: {time.time() - t:.1f} s", flush=True)
+            print(f"STEP {name} FAILED: {error}")
+        print(f"-- {name}: {time.time() - t:.1f} s", flush=True)
         pd.DataFrame(ROWS).to_csv(out_dir / "probe.csv", index=False)
-    sass(out_dir)  # again: the sweeps compiled more kernels
     print(f"-- total {time.time() - t0:.1f} s")
 
 
