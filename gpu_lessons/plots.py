@@ -492,7 +492,8 @@ def global_sectors(
     ax.set_title(f"{headline}\n{attrs['sectors']} sectors per request (ideal {attrs['ideal_sectors']}), "
                  f"{len(x_of_line)} lines; {attrs['useful_bytes']} useful of {moved} bytes moved "
                  f"({attrs['useful_bytes'] / moved:.0%})", fontsize=STYLE["title_size"] - 1, loc="left")
-    ax.legend(handles=[Patch(color=used, label="bytes a lane uses"), Patch(color=touched, label="sector moved"),
+    ax.legend(handles=[Patch(color=used, label="bytes a lane uses"),
+                       Patch(color=touched, label="sector moved"),
                        Patch(facecolor=plain, edgecolor="#777777", label="sector not moved")],
               loc="upper right", bbox_to_anchor=(1.0, -0.02), ncols=3, fontsize=STYLE["legend_size"] - 1,
               frameon=False)
@@ -523,7 +524,8 @@ def sectors_sweep(
     top.plot(x, model["gbps"], color=PALETTE[0], marker="o", markersize=STYLE["marker_size"],
              linewidth=STYLE["line_width"], label="measured (useful bytes / time)")
     top.plot(x, model["model_gbps"], color=PALETTE[1], linestyle="--", marker="s",
-             markersize=STYLE["marker_size"] - 1, linewidth=1.4, label="model: ceiling x ideal / actual sectors")
+             markersize=STYLE["marker_size"] - 1, linewidth=1.4,
+             label="model: ceiling x ideal / actual sectors")
     _draw_ceiling(top, ceiling_gbps, ceiling_label)
     for xi, yi, error in zip(x, model["gbps"], model["error"], strict=True):
         if len(x) <= 16 or xi % 4 in (0, 1):
@@ -540,7 +542,8 @@ def sectors_sweep(
                 linewidth=1.2, label="store, tracer")
     if "ncu_ld_sectors" in model and model["ncu_ld_sectors"].notna().any():
         recorded = model[model["ncu_ld_sectors"].notna()]
-        bottom.scatter(recorded["param"], recorded["ncu_ld_sectors"], marker="x", color="black", s=40, zorder=4,
+        bottom.scatter(recorded["param"], recorded["ncu_ld_sectors"], marker="x", color="black", s=40,
+                       zorder=4,
                        label="load, Nsight Compute (recorded)")
     if kind == "stride":
         for axis in (top, bottom):

@@ -73,7 +73,8 @@ def test_aos_field_reads_cost_six_times_the_sectors_of_soa():
 
     records = random(64, 6)
     aos = trace.trace(k.particles_aos_kernel, 1, 64, records.copy(), DT)
-    soa = trace.trace(k.particles_soa_kernel, 1, 64, *(np.ascontiguousarray(records[:, f]) for f in range(6)), DT)
+    fields = [np.ascontiguousarray(records[:, f]) for f in range(6)]
+    soa = trace.trace(k.particles_soa_kernel, 1, 64, *fields, DT)
     assert aos.sectors_per_request("ld") == 24  # 32 records of 24 bytes: 768 bytes
     assert soa.sectors_per_request("ld") == 4
 
@@ -120,8 +121,8 @@ def test_the_queue_counters_are_reset_for_the_next_launch():
 def test_access_width_is_what_the_tracer_sees(variant, width, sectors):
     from gpu_lessons.sim import trace
 
-    counts = trace.trace(k.WIDTH_VARIANTS[variant][0], 1, 64, random(64 * width // 4), np.zeros(64 * width // 4,
-                                                                                                 np.float32))
+    n = 64 * width // 4
+    counts = trace.trace(k.WIDTH_VARIANTS[variant][0], 1, 64, random(n), np.zeros(n, np.float32))
     loads = counts.by_instruction.query("op == 'ld'")
     assert set(loads["bytes"]) == {width}
     assert counts.sectors_per_request("ld") == sectors  # a full warp: 32 x width bytes, aligned
@@ -198,7 +199,8 @@ def test_random_fill_is_reproduced_on_the_host_bit_for_bit():
     values = d.copy_to_host()
     assert np.array_equal(values, k.random_values(np.arange(3001), 11))
     assert values.min() >= -1 and values.max() < 1 and np.count_nonzero(values) > 2990
-    assert abs(float(values.mean())) < 0.05 and not np.array_equal(values, k.random_values(np.arange(3001), 12))
+    assert abs(float(values.mean())) < 0.05
+    assert not np.array_equal(values, k.random_values(np.arange(3001), 12))
 
 
 def test_count_nan_counts_unwritten_outputs():
@@ -232,7 +234,8 @@ def _synthetic_table():
     rows = []
     for variant, size, param, gbps in [("copy_w16", 2**28, 16, 4000.0), ("cupy copy", 2**28, np.nan, 3900.0),
                                        ("offset_copy", 2**26, 0, 3600.0), ("offset_copy", 2**26, 1, 3500.0),
-                                       ("strided_copy", 2**26, 2, 2500.0), ("strided_copy", 2**24, 64, 500.0)]:
+                                       ("strided_copy", 2**26, 2, 2500.0),
+                                       ("strided_copy", 2**24, 64, 500.0)]:
         rows.append({"lesson": "coalescing", "variant": variant, "provider": "cupy" if "cupy" in variant else
                      "gpu_lessons", "size": size, "param": param, "bytes": 8 * size, "flops": 0, "runs": 25,
                      "median_ms": 8 * size / gbps / 1e6, "min_ms": 8 * size / gbps / 1e6,

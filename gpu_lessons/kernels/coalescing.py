@@ -29,8 +29,15 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, float32, int64, uint64
 
-from ..checks import (InputError, require_aligned, require_array, require_block, require_contiguous,
-                      require_int, require_same_shape)
+from ..checks import (
+    InputError,
+    require_aligned,
+    require_array,
+    require_block,
+    require_contiguous,
+    require_int,
+    require_same_shape,
+)
 from ..vector import load2, load4, store2, store4
 from .arrays import is_device_array, returned, to_device
 from .launch import THREADS_PER_BLOCK, blocks_to_cover, grid_stride_blocks, resident_blocks
@@ -317,7 +324,8 @@ def particles_aosoa_launch(p, n: int, dt, block: int = THREADS_PER_BLOCK) -> Non
 
 
 def particles_padded_launch(flat, dt, block: int = THREADS_PER_BLOCK) -> None:
-    particles_padded_vec4_kernel[blocks_to_cover(flat.size // PADDED_FIELDS, block), block](flat, np.float32(dt))
+    blocks = blocks_to_cover(flat.size // PADDED_FIELDS, block)
+    particles_padded_vec4_kernel[blocks, block](flat, np.float32(dt))
 
 
 def aosoa_blocks(n: int) -> int:
@@ -359,7 +367,8 @@ def particles_reference(aos: np.ndarray, dt) -> np.ndarray:
 def _particle_records(aos, name="aos"):
     require_array(aos, name, dtype=np.float32, ndim=2)
     if aos.shape[1] != PARTICLE_FIELDS or aos.shape[0] < 1:
-        raise InputError(f"{name} must have shape (n >= 1, 6) for x, y, z, vx, vy, vz; got {tuple(aos.shape)}")
+        raise InputError(f"{name} must have shape (n >= 1, 6) for x, y, z, vx, vy, vz; "
+                         f"got {tuple(aos.shape)}")
     return np.ascontiguousarray(aos)
 
 

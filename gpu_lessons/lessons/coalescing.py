@@ -34,6 +34,7 @@ WIDTH_SIZES = [2**p for p in (20, 22, 24, 26, 28)]  # 4 MiB (L2-resident) .. 1 G
 WIDTH_VARIANTS = ["copy_w4", "copy_w8", "copy_w16", "copy_w4_grid_stride", "copy_w8_grid_stride",
                   "copy_w16_grid_stride", "copy_w16_grid_stride_x4", "copy_w16_queue"]
 GRID_STRIDE_16 = ["copy_w16_grid_stride", "copy_w16_grid_stride_x4", "copy_w16_queue"]
+GAP_SHAPES: list[str] = []  # launch shapes of the grid-stride copy timed at the largest size only
 PARTICLES = 2**25  # 1.2 GB moved per update (36 bytes a particle): 20x the L2
 DT = np.float32(0.01)
 CUPY_COPY = "cupy copy"
@@ -135,15 +136,148 @@ def copy_ceiling(table: pd.DataFrame) -> tuple[float, str]:
     return float(best["gbps"]), str(best["variant"])
 
 
-def particle_bytes_moved() -> pd.DataFrame:
-    """Bytes per particle each layout reads and writes in whole 32-byte sectors (the DRAM view),
-    and the sectors per request its loads see in L1 (the tracer, one warp of particles)."""
+LAYOUT_PARTICLES = 64  # two warps: enough for every layout's pattern, small for the simulator
+
+
+def _traced_layouts(n: int = LAYOUT_PARTICLES) -> dict:
+    """The tracer's record of one update in each layout, on the same n random particles."""
+    from ..sim import trace
+
+    records = np.random.default_rng(5).standard_normal((n, k.PARTICLE_FIELDS), dtype=np.float32)
+    fields = [np.ascontiguousarray(records[:, f]) for f in range(k.PARTICLE_FIELDS)]
+    block = min(n, 256)
+    grid = -(-n // block)
+    return {
+        "particles_aos": trace.trace(k.particles_aos_kernel, grid, block, records.copy(), DT),
+        "particles_soa": trace.trace(k.particles_soa_kernel, grid, block, *fields, DT),
+        "particles_soa_vec4": trace.trace(k.particles_soa_vec4_kernel, 1, n // 4 + n % 4, *fields, DT),
+        "particles_aosoa": trace.trace(k.particles_aosoa_kernel, grid, block, k.to_aosoa(records), np.uint64(n),
+                                       DT),
+        "particles_padded_vec4": trace.trace(k.particles_padded_vec4_kernel, grid, block, k.to_padded(records),
+                                             DT),
+    }
+
+
+def _distinct_sectors(accesses: pd.DataFrame) -> int:
+    """Sectors touched at least once (what DRAM must move when nothing is re-fetched)."""
+    first = accesses["address"] // 32
+    last = (accesses["address"] + accesses["bytes"] - 1) // 32
+    sectors = {(root, s) for root, a, b in zip(accesses["root"], first, last, strict=True)
+               for s in range(int(a), int(b) + 1)}
+    return len(sectors)
+
+
+def layout_sectors(n: int = LAYOUT_PARTICLES) -> pd.DataFrame:
+    """Per layout, from the tracer: memory instructions and sectors per request (the L1 view),
+    and the bytes per particle that must cross DRAM (distinct sectors loaded + stored x 32 / n)."""
     rows = []
-    for layout, read, written in (("particles_aos", 24, 24), ("particles_soa", 24, 12),
-                                  ("particles_aosoa", 24, 12), ("particles_padded_vec4", 32, 16)):
-        rows.append({"variant": layout, "useful_bytes": k.PARTICLE_USEFUL_BYTES,
-                     "moved_bytes": read + written})
+    for variant, counts in _traced_layouts(n).items():
+        totals = counts.totals
+        accesses = counts.accesses
+        loads, stores = accesses[accesses["store"] == 0], accesses[accesses["store"] == 1]
+        rows.append({
+            "variant": variant,
+            "requests_per_warp": (totals["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"]
+                                  + totals["l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"]) / (n / 32),
+            "ld_sectors_per_request": round(counts.sectors_per_request("ld"), 2),
+            "st_sectors_per_request": round(counts.sectors_per_request("st"), 2),
+            "useful_bytes": k.PARTICLE_USEFUL_BYTES,
+            "dram_bytes": 32 * (_distinct_sectors(loads) + _distinct_sectors(stores)) / n,
+        })
     return pd.DataFrame(rows)
+
+
+def particle_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """The particle rows: useful GB/s, the bytes per particle DRAM moves (tracer), moved GB/s, and
+    each against the fused ElementwiseKernel and against the best SoA kernel."""
+    rows = table[table["variant"].isin([*LAYOUT_VARIANTS, CUPY_ELEMENTWISE, CUPY_EXPRESSIONS, CUPY_AOS])]
+    rows = rows[["variant", "provider", "size", "median_ms", "gbps"]].reset_index(drop=True)
+    moved = layout_sectors().set_index("variant")["dram_bytes"].to_dict()
+    for soa in SOA_VARIANTS:
+        moved.setdefault(soa, moved["particles_soa"])
+    moved.update({CUPY_ELEMENTWISE: moved["particles_soa"], CUPY_EXPRESSIONS: moved["particles_soa"],
+                  CUPY_AOS: moved["particles_aos"]})
+    rows["dram_bytes_per_particle"] = rows["variant"].map(moved)
+    rows["moved_gbps"] = rows["gbps"] * rows["dram_bytes_per_particle"] / k.PARTICLE_USEFUL_BYTES
+    by = rows.set_index("variant")["gbps"]
+    if CUPY_ELEMENTWISE in by:
+        rows["vs_elementwise"] = rows["gbps"] / by[CUPY_ELEMENTWISE]
+    best_soa = by[[v for v in SOA_VARIANTS if v in by]].max()
+    rows["vs_best_soa"] = rows["gbps"] / best_soa
+    return rows.round(3)
+
+
+def copy_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Every copy at the largest size, against CuPy's copy of the same run."""
+    copies = table[table["variant"].isin([*WIDTH_VARIANTS, *GAP_SHAPES, CUPY_COPY])]
+    copies = copies[copies["size"] == copies["size"].max()]
+    rows = copies[["variant", "provider", "size", "param", "median_ms", "gbps"]].reset_index(drop=True)
+    reference = copies.set_index("variant")["gbps"].get(CUPY_COPY)
+    if reference is not None:
+        rows["vs_cupy_copy"] = rows["gbps"] / reference
+    return rows.sort_values("gbps", ascending=False, ignore_index=True).round(3)
+
+
+# ------------------------------------------------------------------- recorded counters and SASS
+
+COUNTER_COLUMNS = {  # Nsight Compute metric -> short column name, for the tables the notebook shows
+    "gpu__time_duration.sum": "time_us",
+    "dram__bytes_read.sum": "dram_read",
+    "dram__bytes_write.sum": "dram_write",
+    "lts__t_sectors_srcunit_tex_op_read.sum": "l2_read_sectors",
+    "lts__t_sectors_srcunit_tex_op_write.sum": "l2_write_sectors",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": "l1_ld_sectors",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum": "l1_ld_requests",
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed": "dram_pct_of_peak",
+    "sm__warps_active.avg.pct_of_peak_sustained_active": "warps_active_pct",
+    "sm__cycles_active.min": "sm_cycles_min",
+    "sm__cycles_active.avg": "sm_cycles_avg",
+    "sm__cycles_active.max": "sm_cycles_max",
+    "smsp__inst_executed.sum": "instructions",
+    "launch__registers_per_thread": "registers",
+    "launch__grid_size": "grid",
+    "launch__block_size": "block",
+}
+
+
+def _data_file(name: str, gpu: str | None):
+    from ..results import DEFAULT_GPU, data_root
+
+    return data_root() / (gpu or DEFAULT_GPU) / name
+
+
+def recorded_counters(gpu: str | None = None, raw: bool = False) -> pd.DataFrame:
+    """Nsight Compute counters recorded for this lesson's launches (data/<gpu>/coalescing_ncu.csv):
+    one row per launch, the metrics of ``COUNTER_COLUMNS`` under short names (``raw``: every metric,
+    one row per metric). DRAM bytes are in bytes, times in microseconds."""
+    table = pd.read_csv(_data_file("coalescing_ncu.csv", gpu))
+    if raw:
+        return table
+    scale = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "nsecond": 1e-3, "usecond": 1,
+             "msecond": 1e3}
+    table = table[table["metric"].isin(COUNTER_COLUMNS)].copy()
+    table["value"] = table["value"] * table["unit"].map(scale).fillna(1)
+    wide = table.pivot_table(index="case", columns="metric", values="value", aggfunc="first", sort=False)
+    wide = wide.rename(columns=COUNTER_COLUMNS)
+    return wide[[c for c in COUNTER_COLUMNS.values() if c in wide.columns]]
+
+
+def recorded_sass(kernel: str, gpu: str | None = None, grep: str | None = None) -> str:
+    """The recorded SASS of one of this lesson's kernels (data/<gpu>/coalescing_sass.json), with
+    its register count; ``grep`` keeps only the lines containing that text (e.g. 'LDG')."""
+    import json
+
+    recorded = json.loads(_data_file("coalescing_sass.json", gpu).read_text())
+    entry = recorded["kernels"][kernel]
+    lines = [line for line in entry["sass"].splitlines()
+             if line.strip().startswith("/*") and (grep is None or grep in line)]
+    return f"// {kernel}: {entry['registers']} registers per thread\n" + "\n".join(lines)
+
+
+def recorded_sass_meta(gpu: str | None = None) -> dict:
+    import json
+
+    return json.loads(_data_file("coalescing_sass.json", gpu).read_text())["meta"]
 
 
 # ----------------------------------------------------------------------------- experiment
@@ -376,7 +510,7 @@ def figures(table: pd.DataFrame, ceilings: dict, provenance: str) -> dict:
     widths = table[table["variant"].isin([*WIDTH_VARIANTS[:6], CUPY_COPY])]
     figs["access_width"] = plots.bandwidth_vs_size(widths, ceiling_gbps=ceiling, ceiling_label=label,
                                                    provenance=provenance,
-                                                   title="Copy bandwidth by access width, L2-resident to 17x L2")
+                                                   title="Copy bandwidth by access width, L2 to 17x L2")
     layouts = table[table["variant"].isin([*LAYOUT_VARIANTS, CUPY_ELEMENTWISE, CUPY_EXPRESSIONS, CUPY_AOS])]
     figs["particles"] = plots.percent_of_ceiling(layouts, ceiling, ceiling_label=label, provenance=provenance,
                                                  title="Particle update x += v*dt, useful GB/s")
@@ -418,7 +552,8 @@ def check() -> pd.DataFrame:
         refused = True
     rows.append(check_row("add_vec4 misaligned view", refused, "x[1:] refused with InputError"))
     x = rng.standard_normal(300, dtype=np.float32)
-    rows.append(check_row("offset_copy offset=3", np.array_equal(k.offset_copy(x, 3), x[3:]), "against NumPy"))
+    rows.append(check_row("offset_copy offset=3", np.array_equal(k.offset_copy(x, 3), x[3:]),
+                          "against NumPy"))
     rows.append(check_row("strided_copy stride=7", np.array_equal(k.strided_copy(x, 7), x[::7]),
                           "against NumPy"))
     return pd.DataFrame(rows)

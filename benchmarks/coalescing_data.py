@@ -1,0 +1,73 @@
+"""Turn a GPU job's raw outputs into the lesson-3 reference files under data/<gpu>/.
+
+    python benchmarks/coalescing_data.py JOB_OUT data/nvidia-h200 --revision abc1234
+
+JOB_OUT holds what ``benchmarks/probe_coalescing.py`` and its ncu run wrote: ``ncu.csv`` (ncu
+``--csv --page raw``), ``ncu_app.log`` (the line ``NCU_ORDER a|b|...`` naming each profiled launch
+in order), ``sass/*.sass`` and ``resources.csv``. Writes
+
+    coalescing_ncu.csv     case, kernel, metric, unit, value (one row per metric and launch)
+    coalescing_sass.json   per kernel: registers and the SASS of its main body, with provenance
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import re
+from pathlib import Path
+
+import pandas as pd
+
+KEEP = re.compile(r"^(dram__|lts__t_|l1tex__t_|gpu__time|sm__warps_active|sm__cycles_active|smsp__inst_executed"
+                  r"\.sum|launch__|smsp__average_warps?_issue_stalled_|smsp__average_warp_latency_issue_stalled_"
+                  r"|smsp__warps_issue_stalled_|smsp__issue_active)")
+
+
+def read_ncu(job: Path) -> pd.DataFrame:
+    text = (job / "ncu.csv").read_text(errors="replace")
+    lines = [line for line in text.splitlines() if line.startswith('"')]
+    rows = list(csv.reader(io.StringIO("\n".join(lines))))
+    header, units, data = rows[0], rows[1], rows[2:]
+    order = None
+    for line in (job / "ncu_app.log").read_text(errors="replace").splitlines():
+        if line.startswith("NCU_ORDER "):
+            order = line[len("NCU_ORDER "):].split("|")
+    if order is None or len(order) != len(data):
+        raise SystemExit(f"{len(data)} profiled launches but NCU_ORDER names {len(order or [])}")
+    out = []
+    kernel_column = header.index("Kernel Name")
+    for case, values in zip(order, data, strict=True):
+        for name, unit, value in zip(header, units, values, strict=True):
+            if KEEP.match(name) and value not in ("", "n/a"):
+                out.append({"case": case, "kernel": values[kernel_column], "metric": name, "unit": unit,
+                            "value": float(value.replace(",", ""))})
+    return pd.DataFrame(out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("job", type=Path)
+    parser.add_argument("data", type=Path)
+    parser.add_argument("--revision", required=True)
+    parser.add_argument("--date", required=True)
+    args = parser.parse_args()
+    ncu = read_ncu(args.job)
+    args.data.mkdir(parents=True, exist_ok=True)
+    ncu.to_csv(args.data / "coalescing_ncu.csv", index=False, lineterminator="\n")
+    resources = pd.read_csv(args.job / "resources.csv").set_index("kernel")["registers"].to_dict()
+    kernels = {}
+    for path in sorted((args.job / "sass").glob("*.sass")):
+        kernels[path.stem] = {"registers": resources.get(path.stem), "sass": path.read_text()}
+    meta = {"gpu": "NVIDIA H200", "command": "benchmarks/probe_coalescing.py (sass) and ncu --clock-control "
+            "none --csv --page raw --section WarpStateStats --metrics ...", "git_revision": args.revision,
+            "date": args.date, "numba_cuda": "0.30.4"}
+    (args.data / "coalescing_sass.json").write_text(json.dumps({"meta": meta, "kernels": kernels}, indent=1)
+                                                    + "\n")
+    print(f"{len(ncu)} ncu rows for {ncu['case'].nunique()} launches; SASS of {len(kernels)} kernels")
+
+
+if __name__ == "__main__":
+    main()
