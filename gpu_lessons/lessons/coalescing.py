@@ -151,10 +151,10 @@ def _traced_layouts(n: int = LAYOUT_PARTICLES) -> dict:
         "particles_aos": trace.trace(k.particles_aos_kernel, grid, block, records.copy(), DT),
         "particles_soa": trace.trace(k.particles_soa_kernel, grid, block, *fields, DT),
         "particles_soa_vec4": trace.trace(k.particles_soa_vec4_kernel, 1, n // 4 + n % 4, *fields, DT),
-        "particles_aosoa": trace.trace(k.particles_aosoa_kernel, grid, block, k.to_aosoa(records), np.uint64(n),
-                                       DT),
-        "particles_padded_vec4": trace.trace(k.particles_padded_vec4_kernel, grid, block, k.to_padded(records),
-                                             DT),
+        "particles_aosoa": trace.trace(k.particles_aosoa_kernel, grid, block, k.to_aosoa(records),
+                                       np.uint64(n), DT),
+        "particles_padded_vec4": trace.trace(k.particles_padded_vec4_kernel, grid, block,
+                                             k.to_padded(records), DT),
     }
 
 
