@@ -289,7 +289,8 @@ def ncu_launches():
     cp.copyto(cout, big[:n]); mark("cupy copyto")
     r.copy_launch("copy_vec4", x, out); mark("roofline copy_vec4")
     r.copy_launch("copy_vec4_grid_stride", x, out); mark("roofline copy_vec4_grid_stride")
-    for v in ("copy_w4", "copy_w16", "copy_w16_grid_stride", "copy_w16_grid_stride_x4", "copy_w16_queue"):
+    for v in ("copy_w4", "copy_w16", "copy_w16_grid_stride", "copy_w16_grid_stride_x4", "copy_w16_queue",
+              "copy_w16_block_chunks"):
         c.width_launch(v, x, out); mark(v)
     c.width_launch("copy_w16_grid_stride", x, out, 1024, 1); mark("copy_w16_grid_stride b1024")
     xo = cuda.as_cuda_array(big[: n + 64])

@@ -564,6 +564,25 @@ def copy_w16_grid_stride_x4(x, out):
         out[j] = x[j]
 
 
+@cuda.jit
+def copy_w16_block_chunks(x, out):
+    """A persistent grid where each block copies one contiguous chunk, its threads striding by the
+    block: at any moment the blocks work in as many places as there are blocks (DRAM locality)."""
+    groups = uint64(x.size // 4)
+    blocks = uint64(cuda.gridDim.x)
+    chunk = (groups + blocks - np.uint64(1)) // blocks
+    begin = uint64(cuda.blockIdx.x) * chunk
+    end = min(begin + chunk, groups)
+    i, step = begin + uint64(cuda.threadIdx.x), uint64(cuda.blockDim.x)
+    while i < end:
+        a, b, c, d = load4(x, i)
+        store4(out, i, a, b, c, d)
+        i += step
+    j = _U4 * groups + uint64(cuda.threadIdx.x)
+    if cuda.blockIdx.x == 0 and j < uint64(x.size):
+        out[j] = x[j]
+
+
 QUEUE_ITEMS = 4  # float4 per thread per chunk taken from the queue
 
 
@@ -622,6 +641,7 @@ WIDTH_VARIANTS = {  # name -> (kernel, bytes per access, grid-stride?)
     "copy_w16_grid_stride": (copy_w16_grid_stride, 16, True),
     "copy_w16_grid_stride_x4": (copy_w16_grid_stride_x4, 16, True),
     "copy_w16_queue": (copy_w16_queue, 16, True),
+    "copy_w16_block_chunks": (copy_w16_block_chunks, 16, True),
 }
 
 _queue_counters = {}
