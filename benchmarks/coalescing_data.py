@@ -21,9 +21,13 @@ from pathlib import Path
 
 import pandas as pd
 
-KEEP = re.compile(r"^(dram__|lts__t_|l1tex__t_|gpu__time|sm__warps_active|sm__cycles_active|smsp__inst_executed"
-                  r"\.sum|launch__|smsp__average_warps?_issue_stalled_|smsp__average_warp_latency_issue_stalled_"
-                  r"|smsp__warps_issue_stalled_|smsp__issue_active)")
+KEEP = re.compile(r"^((dram__bytes_(read|write)|lts__t_sectors_srcunit_tex_op_(read|write)|gpu__time_duration"
+                  r"|l1tex__t_(sectors|requests)_pipe_lsu_mem_global_op_(ld|st)|smsp__inst_executed)\.sum"
+                  r"|sm__cycles_active\.(min|avg|max)|lts__t_sector_hit_rate\.pct"
+                  r"|(dram__throughput|sm__warps_active)\.avg\.pct_of_peak_sustained_(elapsed|active)"
+                  r"|launch__(registers_per_thread|grid_size|block_size|waves_per_multiprocessor)"
+                  r"|smsp__average_warps_issue_stalled_[a-z_]+_per_issue_active\.ratio"
+                  r"|smsp__issue_active\.avg\.per_cycle_active)$")
 
 
 def read_ncu(job: Path) -> pd.DataFrame:
@@ -35,16 +39,36 @@ def read_ncu(job: Path) -> pd.DataFrame:
     for line in (job / "ncu_app.log").read_text(errors="replace").splitlines():
         if line.startswith("NCU_ORDER "):
             order = line[len("NCU_ORDER "):].split("|")
-    if order is None or len(order) != len(data):
+    order = [name for name in order or [] if name != "cupy copyto"]  # a cudaMemcpy: ncu profiles no kernel
+    if len(order) != len(data):
         raise SystemExit(f"{len(data)} profiled launches but NCU_ORDER names {len(order or [])}")
     out = []
     kernel_column = header.index("Kernel Name")
     for case, values in zip(order, data, strict=True):
         for name, unit, value in zip(header, units, values, strict=True):
-            if KEEP.match(name) and value not in ("", "n/a"):
-                out.append({"case": case, "kernel": values[kernel_column], "metric": name, "unit": unit,
-                            "value": float(value.replace(",", ""))})
+            try:
+                number = float(value.replace(",", ""))
+            except ValueError:  # text attributes (e.g. a launch's scheduling policy)
+                continue
+            if KEEP.match(name):
+                kernel = values[kernel_column].split("[")[0]  # without the mangled signature
+                out.append({"case": case, "kernel": kernel, "metric": name, "unit": unit, "value": number})
     return pd.DataFrame(out)
+
+
+INSTRUCTION = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+(@!?U?P\w+\s+)?[A-Z][A-Z0-9_.]*[ ;]")
+
+
+def kernel_text(sass: str) -> str:
+    """The instructions of the kernel's .text section (no headers, no data, no trailing NOPs)."""
+    lines, inside = [], False
+    for line in sass.splitlines():
+        if line.lstrip().startswith(".section") or line.startswith("//---"):
+            inside = ".text." in line
+            continue
+        if inside and INSTRUCTION.match(line) and " NOP" not in line:
+            lines.append(line.strip())
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -60,7 +84,7 @@ def main() -> None:
     resources = pd.read_csv(args.job / "resources.csv").set_index("kernel")["registers"].to_dict()
     kernels = {}
     for path in sorted((args.job / "sass").glob("*.sass")):
-        kernels[path.stem] = {"registers": resources.get(path.stem), "sass": path.read_text()}
+        kernels[path.stem] = {"registers": resources.get(path.stem), "sass": kernel_text(path.read_text())}
     meta = {"gpu": "NVIDIA H200", "command": "benchmarks/probe_coalescing.py (sass) and ncu --clock-control "
             "none --csv --page raw --section WarpStateStats --metrics ...", "git_revision": args.revision,
             "date": args.date, "numba_cuda": "0.30.4"}

@@ -33,8 +33,16 @@ STRIDE_MAX_OUT = 2**26
 WIDTH_SIZES = [2**p for p in (20, 22, 24, 26, 28)]  # 4 MiB (L2-resident) .. 1 GiB (17x L2) per buffer
 WIDTH_VARIANTS = ["copy_w4", "copy_w8", "copy_w16", "copy_w4_grid_stride", "copy_w8_grid_stride",
                   "copy_w16_grid_stride", "copy_w16_grid_stride_x4", "copy_w16_queue"]
-GRID_STRIDE_16 = ["copy_w16_grid_stride", "copy_w16_grid_stride_x4", "copy_w16_queue"]
-GAP_SHAPES: list[str] = []  # launch shapes of the grid-stride copy timed at the largest size only
+PERSISTENT_16 = ["copy_w16_grid_stride", "copy_w16_grid_stride_x4"]  # one wave of resident blocks
+# The grid-stride copy's gap, timed at the largest size only: more waves of blocks (param = waves),
+# a queue of chunks (param = threads per block), blocks that each copy one contiguous chunk.
+GAP_WAVES = [2, 4, 8, 16, 32, 64]
+GAP_QUEUE_BLOCKS = [256, 1024]
+GRID_STRIDE_WAVES = "copy_w16_grid_stride waves"
+QUEUE2 = "copy_w16_queue2"
+BLOCK_CHUNKS = "copy_w16_block_chunks"
+GAP_SHAPES = [GRID_STRIDE_WAVES, QUEUE2, BLOCK_CHUNKS]
+FIXED_16 = [GRID_STRIDE_WAVES, "copy_w16_queue", QUEUE2]
 PARTICLES = 2**25  # 1.2 GB moved per update (36 bytes a particle): 20x the L2
 DT = np.float32(0.01)
 CUPY_COPY = "cupy copy"
@@ -50,11 +58,13 @@ COMPARISONS = [
     Comparison(title="particle update, SoA, vs CuPy expressions", lesson=NAME, metric="gbps",
                ours=SOA_VARIANTS, reference=CUPY_EXPRESSIONS),
     Comparison(title="particle update, AoS / SoA", lesson=NAME, metric="gbps", ours=["particles_aos"],
-               reference="particles_soa_vec4"),
-    Comparison(title="grid-stride float4 copy vs cupy copy", lesson=NAME, metric="gbps", ours=GRID_STRIDE_16,
-               reference=CUPY_COPY),
-    Comparison(title="best copy vs cupy copy", lesson=NAME, metric="gbps", ours=WIDTH_VARIANTS,
-               reference=CUPY_COPY),
+               reference="particles_soa"),
+    Comparison(title="grid-stride float4 copy, one wave, vs cupy copy", lesson=NAME, metric="gbps",
+               ours=PERSISTENT_16, reference=CUPY_COPY),
+    Comparison(title="grid-stride float4 copy, balanced, vs cupy copy", lesson=NAME, metric="gbps",
+               ours=FIXED_16, reference=CUPY_COPY),
+    Comparison(title="best copy vs cupy copy", lesson=NAME, metric="gbps",
+               ours=[*WIDTH_VARIANTS, *GAP_SHAPES], reference=CUPY_COPY),
 ]
 
 
@@ -115,17 +125,43 @@ def recorded_ncu_sectors(kind: str, gpu: str | None = None) -> pd.DataFrame:
     return out.sort_values("param", ignore_index=True)
 
 
-def model_table(table: pd.DataFrame, kind: str, ceiling_gbps: float) -> pd.DataFrame:
+def sweep_ceiling(table: pd.DataFrame, kind: str) -> float:
+    """The sweep's own ideal point (offset 0 / stride 1): the measured ceiling of 4-byte copies."""
+    variant, ideal = ("offset_copy", 0) if kind == "offset" else ("strided_copy", 1)
+    rows = table[(table["variant"] == variant) & np.isclose(table["param"], ideal)]
+    return float(rows["gbps"].iloc[0])
+
+
+def model_table(table: pd.DataFrame, kind: str, ceiling_gbps: float | None = None) -> pd.DataFrame:
     """Measured useful bandwidth beside the model ceiling x ideal / actual sectors, with the
-    model's error per point (measured / model - 1), sectors from the tracer and from ncu."""
+    model's error per point (measured / model - 1), sectors from the tracer and from ncu.
+    The ceiling defaults to the sweep's own ideal point (``sweep_ceiling``)."""
     variant = "offset_copy" if kind == "offset" else "strided_copy"
+    ceiling = sweep_ceiling(table, kind) if ceiling_gbps is None else ceiling_gbps
     measured = table[table["variant"] == variant][["param", "size", "gbps"]].copy()
     measured["param"] = measured["param"].astype(int)
     sectors = sweep_sectors(kind, measured["param"])
     merged = measured.merge(sectors, on="param").merge(recorded_ncu_sectors(kind), on="param", how="left")
-    merged["model_gbps"] = ceiling_gbps * merged["ideal_sectors"] / merged["sectors"]
+    merged["model_gbps"] = ceiling * merged["ideal_sectors"] / merged["sectors"]
     merged["error"] = merged["gbps"] / merged["model_gbps"] - 1
     return merged.sort_values("param", ignore_index=True)
+
+
+def dram_model(table: pd.DataFrame, counters: pd.DataFrame, dram_ceiling_gbps: float) -> pd.DataFrame:
+    """The stride sweep against the bytes DRAM actually moved (Nsight Compute, same sizes):
+    DRAM-bound bandwidth = DRAM ceiling x useful bytes / DRAM bytes; the kernel can go no faster
+    than its own ideal point either, so the model is the smaller of the two."""
+    model = model_table(table, "stride")
+    cases = {int(c.split()[-1]): c for c in counters.index if c.startswith("strided_copy ")}
+    model = model[model["param"].isin(cases)].copy()
+    dram = counters.loc[[cases[s] for s in model["param"]]]
+    model["dram_bytes"] = (dram["dram_read"] + dram["dram_write"]).to_numpy()
+    model["dram_per_useful"] = model["dram_bytes"] / (8 * model["size"])
+    model["dram_model_gbps"] = np.minimum(sweep_ceiling(table, "stride"),
+                                          dram_ceiling_gbps / model["dram_per_useful"])
+    model["dram_model_error"] = model["gbps"] / model["dram_model_gbps"] - 1
+    return model[["param", "size", "ld_sectors", "gbps", "model_gbps", "error", "dram_per_useful",
+                  "dram_model_gbps", "dram_model_error"]].reset_index(drop=True)
 
 
 def copy_ceiling(table: pd.DataFrame) -> tuple[float, str]:
@@ -136,7 +172,7 @@ def copy_ceiling(table: pd.DataFrame) -> tuple[float, str]:
     return float(best["gbps"]), str(best["variant"])
 
 
-LAYOUT_PARTICLES = 64  # two warps: enough for every layout's pattern, small for the simulator
+LAYOUT_PARTICLES = 128  # four warps (one full warp of float4 threads), small for the simulator
 
 
 def _traced_layouts(n: int = LAYOUT_PARTICLES) -> dict:
@@ -253,8 +289,8 @@ def recorded_counters(gpu: str | None = None, raw: bool = False) -> pd.DataFrame
     table = pd.read_csv(_data_file("coalescing_ncu.csv", gpu))
     if raw:
         return table
-    scale = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "nsecond": 1e-3, "usecond": 1,
-             "msecond": 1e3}
+    scale = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "ns": 1e-3, "nsecond": 1e-3, "us": 1,
+             "usecond": 1, "ms": 1e3, "msecond": 1e3}
     table = table[table["metric"].isin(COUNTER_COLUMNS)].copy()
     table["value"] = table["value"] * table["unit"].map(scale).fillna(1)
     wide = table.pivot_table(index="case", columns="metric", values="value", aggfunc="first", sort=False)
@@ -269,8 +305,7 @@ def recorded_sass(kernel: str, gpu: str | None = None, grep: str | None = None) 
 
     recorded = json.loads(_data_file("coalescing_sass.json", gpu).read_text())
     entry = recorded["kernels"][kernel]
-    lines = [line for line in entry["sass"].splitlines()
-             if line.strip().startswith("/*") and (grep is None or grep in line)]
+    lines = [line for line in entry["sass"].splitlines() if grep is None or grep in line]
     return f"// {kernel}: {entry['registers']} registers per thread\n" + "\n".join(lines)
 
 
@@ -295,11 +330,11 @@ def measure(show_progress: bool = True) -> pd.DataFrame:
                                       "(the notebook shows the recording instead)")
     big = cuda.device_array(STRIDE_INPUT, np.float32)
     k.fill_random(big, SEED)
-    steps = ["particles", "widths", "offsets", "strides"]
+    steps = {"particles": _particle_rows, "widths": _width_rows, "gap": _gap_rows, "offsets": _offset_rows,
+             "strides": _stride_rows}
     rows: list[dict] = []
-    for step in progress(steps, NAME) if show_progress else steps:
-        rows.extend({"particles": _particle_rows, "widths": _width_rows, "offsets": _offset_rows,
-                     "strides": _stride_rows}[step](big))
+    for step in progress(list(steps), NAME) if show_progress else steps:
+        rows.extend(steps[step](big))
     return make_table(rows)
 
 
@@ -383,6 +418,28 @@ def _width_rows(big):
             rows.append(timed_row(NAME, CUPY_COPY, lambda _, s=src, d=dst: cp.copyto(d, s), provider="cupy",
                                   size=n, bytes_moved=8 * n, flops=0))
             _check_copy(out, lambda j: j, f"cupy copy n={n}")
+    return rows
+
+
+def _gap_rows(big):
+    """The 16-byte grid-stride copy at the largest size in the shapes that look for its gap."""
+    from numba import cuda
+
+    from ..kernels.util import poison
+
+    n = WIDTH_SIZES[-1]
+    x, out = big[:n], cuda.device_array(n, np.float32)
+    shapes = [(GRID_STRIDE_WAVES, "copy_w16_grid_stride", k.THREADS_PER_BLOCK, w, w) for w in GAP_WAVES]
+    shapes += [(QUEUE2, QUEUE2, b, 1, b) for b in GAP_QUEUE_BLOCKS]
+    shapes += [(BLOCK_CHUNKS, BLOCK_CHUNKS, k.THREADS_PER_BLOCK, 1, np.nan)]
+    rows = []
+    for name, kernel, block, waves, param in shapes:
+        poison(out)
+        def launch(_, v=kernel, b=block, w=waves):
+            k.width_launch(v, x, out, b, w)
+
+        rows.append(timed_row(NAME, name, launch, size=n, param=param, bytes_moved=8 * n, flops=0))
+        _check_copy(out, lambda j: j, f"{name} ({param})")
     return rows
 
 
@@ -504,8 +561,9 @@ def figures(table: pd.DataFrame, ceilings: dict, provenance: str) -> dict:
     label = f"same-run ceiling ({ceiling_variant})"
     figs = {}
     for kind in ("offset", "stride"):
-        model = model_table(table, kind, ceiling)
-        figs[f"{kind}_sweep"] = plots.sectors_sweep(model, kind, ceiling, ceiling_label=label,
+        own = sweep_ceiling(table, kind)
+        figs[f"{kind}_sweep"] = plots.sectors_sweep(model_table(table, kind), kind, own,
+                                                    ceiling_label=f"{kind} sweep's ideal point",
                                                     provenance=provenance)
     widths = table[table["variant"].isin([*WIDTH_VARIANTS[:6], CUPY_COPY])]
     figs["access_width"] = plots.bandwidth_vs_size(widths, ceiling_gbps=ceiling, ceiling_label=label,
@@ -514,7 +572,7 @@ def figures(table: pd.DataFrame, ceilings: dict, provenance: str) -> dict:
     layouts = table[table["variant"].isin([*LAYOUT_VARIANTS, CUPY_ELEMENTWISE, CUPY_EXPRESSIONS, CUPY_AOS])]
     figs["particles"] = plots.percent_of_ceiling(layouts, ceiling, ceiling_label=label, provenance=provenance,
                                                  title="Particle update x += v*dt, useful GB/s")
-    big = table[table["variant"].isin([*WIDTH_VARIANTS, CUPY_COPY])]
+    big = table[table["variant"].isin([*WIDTH_VARIANTS, *GAP_SHAPES, CUPY_COPY])]
     figs["copies"] = plots.percent_of_ceiling(big, ceiling, ceiling_label=label, provenance=provenance,
                                               title="Copies at 1 GiB per buffer")
     return figs
