@@ -7,7 +7,11 @@ JOB_OUT holds what ``benchmarks/probe_coalescing.py`` and its ncu run wrote: ``n
 in order), ``sass/*.sass`` and ``resources.csv``. Writes
 
     coalescing_ncu.csv     case, kernel, metric, unit, value (one row per metric and launch)
+    coalescing_ncu.json    provenance: which job (git revision, date) recorded which cases
     coalescing_sass.json   per kernel: registers and the SASS of its main body, with provenance
+
+With ``--append`` the cases of this job replace same-named ones of the files already there and
+join the others (the SASS of kernels this job dumped replaces theirs).
 """
 
 from __future__ import annotations
@@ -77,19 +81,32 @@ def main() -> None:
     parser.add_argument("data", type=Path)
     parser.add_argument("--revision", required=True)
     parser.add_argument("--date", required=True)
+    parser.add_argument("--append", action="store_true")
     args = parser.parse_args()
-    ncu = read_ncu(args.job)
     args.data.mkdir(parents=True, exist_ok=True)
-    ncu.to_csv(args.data / "coalescing_ncu.csv", index=False, lineterminator="\n")
+    csv_path, ncu_meta_path = args.data / "coalescing_ncu.csv", args.data / "coalescing_ncu.json"
+    sass_path = args.data / "coalescing_sass.json"
+    ncu = read_ncu(args.job)
+    source = {"git_revision": args.revision, "date": args.date, "cases": list(dict.fromkeys(ncu["case"]))}
+    sources, kernels = [source], {}
+    if args.append:
+        old = pd.read_csv(csv_path)
+        ncu = pd.concat([old[~old["case"].isin(set(ncu["case"]))], ncu], ignore_index=True)
+        sources = json.loads(ncu_meta_path.read_text())["sources"] + sources
+        kernels = json.loads(sass_path.read_text())["kernels"]
+    ncu.to_csv(csv_path, index=False, lineterminator="\n")
+    ncu_meta = {"gpu": "NVIDIA H200", "command": "ncu --clock-control none --csv --page raw "
+                "--profile-from-start off --section WarpStateStats --metrics ... "
+                "python benchmarks/probe_coalescing.py ncu",
+                "sources": sources}
+    ncu_meta_path.write_text(json.dumps(ncu_meta, indent=1) + "\n")
     resources = pd.read_csv(args.job / "resources.csv").set_index("kernel")["registers"].to_dict()
-    kernels = {}
     for path in sorted((args.job / "sass").glob("*.sass")):
-        kernels[path.stem] = {"registers": resources.get(path.stem), "sass": kernel_text(path.read_text())}
-    meta = {"gpu": "NVIDIA H200", "command": "benchmarks/probe_coalescing.py (sass) and ncu --clock-control "
-            "none --csv --page raw --section WarpStateStats --metrics ...", "git_revision": args.revision,
-            "date": args.date, "numba_cuda": "0.30.4"}
-    (args.data / "coalescing_sass.json").write_text(json.dumps({"meta": meta, "kernels": kernels}, indent=1)
-                                                    + "\n")
+        kernels[path.stem] = {"registers": resources.get(path.stem), "sass": kernel_text(path.read_text()),
+                              "git_revision": args.revision, "date": args.date}
+    meta = {"gpu": "NVIDIA H200", "command": "kernel.inspect_sass() in benchmarks/probe_coalescing.py",
+            "numba_cuda": "0.30.4", "date": args.date}
+    sass_path.write_text(json.dumps({"meta": meta, "kernels": kernels}, indent=1) + "\n")
     print(f"{len(ncu)} ncu rows for {ncu['case'].nunique()} launches; SASS of {len(kernels)} kernels")
 
 

@@ -526,15 +526,21 @@ def sectors_sweep(
     top.plot(x, model["model_gbps"], color=PALETTE[1], linestyle="--", marker="s",
              markersize=STYLE["marker_size"] - 1, linewidth=1.4,
              label="model: ceiling x ideal / actual sectors")
-    _draw_ceiling(top, ceiling_gbps, ceiling_label)
+    top.axhline(ceiling_gbps, color=STYLE["ceiling_color"], linestyle="-.", linewidth=1.2, zorder=1)
+    top.annotate(f"{ceiling_label}: {ceiling_gbps:,.0f} GB/s", xy=(1.0, ceiling_gbps),
+                 xycoords=("axes fraction", "data"), xytext=(-4, 4), textcoords="offset points", ha="right",
+                 va="bottom", fontsize=STYLE["note_size"], color=STYLE["ceiling_color"], bbox=LABEL_BOX)
     for xi, yi, error in zip(x, model["gbps"], model["error"], strict=True):
         if len(x) <= 16 or xi % 4 in (0, 1):
             top.annotate(f"{error:+.0%}", xy=(xi, yi), xytext=(0, 6), textcoords="offset points", ha="center",
                          fontsize=STYLE["note_size"] - 1.5, color=PALETTE[0])
-    top.set_ylim(0, ceiling_gbps * 1.18)
+    low = 0 if kind == "stride" else 0.7 * min(model["gbps"].min(), model["model_gbps"].min())
+    top.set_ylim(low, ceiling_gbps * 1.12)
     top.yaxis.set_major_formatter(FuncFormatter(_plain_number))
     name = "start offset (elements of 4 bytes)" if kind == "offset" else "stride (elements of 4 bytes)"
-    _finish(fig, top, title or f"Copy with a {kind}: bandwidth beside the sector model (labels: model error)",
+    article = "an" if kind == "offset" else "a"
+    headline = f"Copy with {article} {kind}: bandwidth beside the sector model (labels: model error)"
+    _finish(fig, top, title or headline,
             "", "Useful bandwidth (GB/s)", None, legend_loc="lower left")
     bottom.plot(x, model["ld_sectors"], color=PALETTE[2], marker="o", markersize=STYLE["marker_size"],
                 linewidth=STYLE["line_width"], label="load, tracer")
@@ -556,6 +562,8 @@ def sectors_sweep(
                 axis.axvline(edge, color=STYLE["datasheet_color"], linestyle=":", linewidth=1)
             bottom.annotate(text, xy=(edge, 0), xytext=(3, 3), textcoords="offset points",
                             fontsize=STYLE["note_size"] - 1, color=STYLE["datasheet_color"])
-    bottom.set_ylim(0, max(36, model["ld_sectors"].max() * 1.15))
-    _finish(fig, bottom, "", name, "Sectors per request", provenance, legend_loc="upper left")
+    bottom.set_ylim(0, max(6, model["ld_sectors"].max() * 1.3))
+    bottom.legend(fontsize=STYLE["legend_size"] - 1, frameon=False, ncols=3 if kind == "offset" else 1,
+                  loc="lower right" if kind == "offset" else "center right")
+    _finish(fig, bottom, "", name, "Sectors per request", provenance)
     return fig

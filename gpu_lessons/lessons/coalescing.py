@@ -298,6 +298,16 @@ def recorded_counters(gpu: str | None = None, raw: bool = False) -> pd.DataFrame
     return wide[[c for c in COUNTER_COLUMNS.values() if c in wide.columns]]
 
 
+def recorded_counters_source(gpu: str | None = None) -> str:
+    """Where the recorded counters come from: the GPU, the command, and each job's revision and date."""
+    import json
+
+    meta = json.loads(_data_file("coalescing_ncu.json", gpu).read_text())
+    jobs = "; ".join(f"{len(s['cases'])} launches at {s['git_revision']} on {s['date'][:10]}"
+                     for s in meta["sources"])
+    return f"Nsight Compute counters, {meta['gpu']} ({meta['command'].split(' --metrics')[0]}): {jobs}"
+
+
 def recorded_sass(kernel: str, gpu: str | None = None, grep: str | None = None) -> str:
     """The recorded SASS of one of this lesson's kernels (data/<gpu>/coalescing_sass.json), with
     its register count; ``grep`` keeps only the lines containing that text (e.g. 'LDG')."""
