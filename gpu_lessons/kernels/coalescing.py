@@ -632,55 +632,6 @@ def copy_w16_queue(x, out, counters):
             counters[1] = 0
 
 
-@cuda.jit
-def copy_w16_queue2(x, out, counters):
-    """The queue with one barrier per chunk: thread 0 fetches the next chunk's number while the
-    block copies this one (two slots, used in turn)."""
-    slot = cuda.shared.array(2, int64)
-    t = cuda.threadIdx.x
-    threads = uint64(cuda.blockDim.x)
-    groups = uint64(x.size // 4)
-    chunk = threads * _U4
-    chunks = int64((groups + chunk - np.uint64(1)) // chunk)
-    if t == 0:
-        slot[0] = cuda.atomic.add(counters, 0, 1)
-    cuda.syncthreads()
-    turn = 0
-    while True:
-        c = slot[turn]
-        if c >= chunks:
-            break
-        if t == 0:  # nobody reads the other slot until the barrier below
-            slot[1 - turn] = cuda.atomic.add(counters, 0, 1)
-        i0 = uint64(c) * chunk + uint64(t)
-        i3 = i0 + _U3 * threads
-        if i3 < groups:
-            a0, a1, a2, a3 = load4(x, i0)
-            b0, b1, b2, b3 = load4(x, i0 + threads)
-            c0, c1, c2, c3 = load4(x, i0 + _U2 * threads)
-            d0, d1, d2, d3 = load4(x, i3)
-            store4(out, i0, a0, a1, a2, a3)
-            store4(out, i0 + threads, b0, b1, b2, b3)
-            store4(out, i0 + _U2 * threads, c0, c1, c2, c3)
-            store4(out, i3, d0, d1, d2, d3)
-        else:
-            i = i0
-            while i < groups:
-                a0, a1, a2, a3 = load4(x, i)
-                store4(out, i, a0, a1, a2, a3)
-                i += threads
-        cuda.syncthreads()
-        turn = 1 - turn
-    j = _U4 * groups + uint64(t)
-    if cuda.blockIdx.x == 0 and j < uint64(x.size):
-        out[j] = x[j]
-    if t == 0:
-        done = cuda.atomic.add(counters, 1, 1)
-        if done == cuda.gridDim.x - 1:
-            counters[0] = 0
-            counters[1] = 0
-
-
 WIDTH_VARIANTS = {  # name -> (kernel, bytes per access, grid-stride?)
     "copy_w4": (copy_w4, 4, False),
     "copy_w8": (copy_w8, 8, False),
@@ -690,7 +641,6 @@ WIDTH_VARIANTS = {  # name -> (kernel, bytes per access, grid-stride?)
     "copy_w16_grid_stride": (copy_w16_grid_stride, 16, True),
     "copy_w16_grid_stride_x4": (copy_w16_grid_stride_x4, 16, True),
     "copy_w16_queue": (copy_w16_queue, 16, True),
-    "copy_w16_queue2": (copy_w16_queue2, 16, True),
     "copy_w16_block_chunks": (copy_w16_block_chunks, 16, True),
 }
 

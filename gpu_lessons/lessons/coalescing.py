@@ -34,15 +34,15 @@ WIDTH_SIZES = [2**p for p in (20, 22, 24, 26, 28)]  # 4 MiB (L2-resident) .. 1 G
 WIDTH_VARIANTS = ["copy_w4", "copy_w8", "copy_w16", "copy_w4_grid_stride", "copy_w8_grid_stride",
                   "copy_w16_grid_stride", "copy_w16_grid_stride_x4", "copy_w16_queue"]
 PERSISTENT_16 = ["copy_w16_grid_stride", "copy_w16_grid_stride_x4"]  # one wave of resident blocks
-# The grid-stride copy's gap, timed at the largest size only: more waves of blocks (param = waves),
-# a queue of chunks (param = threads per block), blocks that each copy one contiguous chunk.
-GAP_WAVES = [2, 4, 8, 16, 32, 64]
-GAP_QUEUE_BLOCKS = [256, 1024]
+# The grid-stride copy's gap, timed at the largest size only: more waves of blocks (param = waves of
+# resident blocks), one wave taking chunks from a queue with 1024-thread blocks, and blocks that
+# each copy one contiguous chunk (DRAM locality).
+GAP_WAVES = [2, 4, 8, 16, 32, 64, 128]
 GRID_STRIDE_WAVES = "copy_w16_grid_stride waves"
-QUEUE2 = "copy_w16_queue2"
+QUEUE_1024 = "copy_w16_queue 1024"
 BLOCK_CHUNKS = "copy_w16_block_chunks"
-GAP_SHAPES = [GRID_STRIDE_WAVES, QUEUE2, BLOCK_CHUNKS]
-FIXED_16 = [GRID_STRIDE_WAVES, "copy_w16_queue", QUEUE2]
+GAP_SHAPES = [GRID_STRIDE_WAVES, QUEUE_1024, BLOCK_CHUNKS]
+BALANCED_WAVES = 32  # the scoreboard's many-waves grid-stride copy: each thread still loops ~8 times
 PARTICLES = 2**25  # 1.2 GB moved per update (36 bytes a particle): 20x the L2
 DT = np.float32(0.01)
 CUPY_COPY = "cupy copy"
@@ -59,10 +59,12 @@ COMPARISONS = [
                ours=SOA_VARIANTS, reference=CUPY_EXPRESSIONS),
     Comparison(title="particle update, AoS / SoA", lesson=NAME, metric="gbps", ours=["particles_aos"],
                reference="particles_soa"),
-    Comparison(title="grid-stride float4 copy, one wave, vs cupy copy", lesson=NAME, metric="gbps",
-               ours=PERSISTENT_16, reference=CUPY_COPY),
-    Comparison(title="grid-stride float4 copy, balanced, vs cupy copy", lesson=NAME, metric="gbps",
-               ours=FIXED_16, reference=CUPY_COPY),
+    Comparison(title="grid-stride float4 copy, one wave of blocks, vs cupy copy", lesson=NAME,
+               metric="gbps", ours=PERSISTENT_16, reference=CUPY_COPY),
+    Comparison(title="grid-stride float4 copy, one wave, chunks from a queue, vs cupy copy", lesson=NAME,
+               metric="gbps", ours=["copy_w16_queue", QUEUE_1024], reference=CUPY_COPY),
+    Comparison(title=f"grid-stride float4 copy, {BALANCED_WAVES} waves of blocks, vs cupy copy", lesson=NAME,
+               metric="gbps", ours=[GRID_STRIDE_WAVES], reference=CUPY_COPY, param=BALANCED_WAVES),
     Comparison(title="best copy vs cupy copy", lesson=NAME, metric="gbps",
                ours=[*WIDTH_VARIANTS, *GAP_SHAPES], reference=CUPY_COPY),
 ]
@@ -162,6 +164,26 @@ def dram_model(table: pd.DataFrame, counters: pd.DataFrame, dram_ceiling_gbps: f
     model["dram_model_error"] = model["gbps"] / model["dram_model_gbps"] - 1
     return model[["param", "size", "ld_sectors", "gbps", "model_gbps", "error", "dram_per_useful",
                   "dram_model_gbps", "dram_model_error"]].reset_index(drop=True)
+
+
+def traced_aos_field(fields: int = 6, field: int = 3, warps: int = 2):
+    """The tracer's record of aos_field_kernel reading one field of (n, fields) records."""
+    from ..sim import trace
+
+    records = np.random.default_rng(1).standard_normal((32 * warps, fields), dtype=np.float32)
+    return trace.trace(k.aos_field_kernel, 1, 32 * warps, records, np.zeros(32 * warps, np.float32), field)
+
+
+def warp_requests() -> list[tuple[str, str, pd.DataFrame]]:
+    """(name, title, request) for the five pictures of section 1: warp 0's load of the input."""
+    return [
+        ("request_aligned", "aligned copy: ld x[i + 0]", traced_offset(0).request(array="x")),
+        ("request_offset_1", "offset 1: ld x[i + 1]", traced_offset(1).request(array="x")),
+        ("request_stride_2", "stride 2: ld x[i * 2]", traced_stride(2).request(array="x")),
+        ("request_stride_32", "stride 32: ld x[i * 32]", traced_stride(32).request(array="x")),
+        ("request_aos_field", "AoS field read: ld aos[i, 3] of (n, 6) records",
+         traced_aos_field().request(array="aos")),
+    ]
 
 
 def copy_ceiling(table: pd.DataFrame) -> tuple[float, str]:
@@ -362,23 +384,54 @@ def _check_copy(out, source_index, what: str) -> None:
             raise AssertionError(f"{what}: wrong values in [{start}, {start + ends})")
 
 
+SWEEP_PASSES = 3  # forward, backward, forward: a slow drift of the GPU's speed averages out
+
+
+def _swept_rows(variant: str, points: list[int], launch_for, size_for, check_for) -> list[dict]:
+    """Time ``launch_for(p)`` for every point in SWEEP_PASSES passes of alternating direction; a
+    point's row has the median of its passes' medians (min and max over all runs)."""
+    import statistics
+
+    from .. import bench
+    from ..kernels.util import poison
+
+    timings: dict[int, list] = {p: [] for p in points}
+    for number in range(SWEEP_PASSES):
+        for point in points if number % 2 == 0 else points[::-1]:
+            launch, out = launch_for(point)
+            poison(out)
+            timings[point].append(bench.measure(launch))
+            check_for(point, out)
+    rows = []
+    for point in points:
+        runs = timings[point]
+        timing = bench.Timing(statistics.median(t.median_ms for t in runs), min(t.min_ms for t in runs),
+                              max(t.max_ms for t in runs), sum(t.runs for t in runs))
+        n = size_for(point)
+        rows.append({"lesson": NAME, "variant": variant, "provider": "gpu_lessons", "size": n,
+                     "param": float(point), "bytes": 8 * n, "flops": 0, "runs": timing.runs,
+                     "median_ms": timing.median_ms, "min_ms": timing.min_ms, "max_ms": timing.max_ms,
+                     **bench.throughput(8 * n, 0, timing)})
+    return rows
+
+
 def _offset_rows(big):
     from numba import cuda
 
     from ..kernels.launch import blocks_to_cover
-    from ..kernels.util import poison
 
     out = cuda.device_array(OFFSET_N, np.float32)
-    rows = []
-    for offset in OFFSETS:
-        poison(out)
-        def launch(_, o=offset):
-            k.offset_copy_kernel[blocks_to_cover(OFFSET_N), k.THREADS_PER_BLOCK](big, out, o)
 
-        rows.append(timed_row(NAME, "offset_copy", launch, size=OFFSET_N, param=offset,
-                              bytes_moved=8 * OFFSET_N, flops=0))
-        _check_copy(out, lambda j, o=offset: j + np.uint64(o), f"offset_copy offset={offset}")
-    return rows
+    def launch_for(offset):
+        def launch(_):
+            k.offset_copy_kernel[blocks_to_cover(OFFSET_N), k.THREADS_PER_BLOCK](big, out, offset)
+
+        return launch, out
+
+    def check_for(offset, out):
+        _check_copy(out, lambda j: j + np.uint64(offset), f"offset_copy offset={offset}")
+
+    return _swept_rows("offset_copy", OFFSETS, launch_for, lambda _: OFFSET_N, check_for)
 
 
 def stride_outputs(stride: int) -> int:
@@ -389,19 +442,21 @@ def _stride_rows(big):
     from numba import cuda
 
     from ..kernels.launch import blocks_to_cover
-    from ..kernels.util import poison
 
-    rows = []
-    for stride in STRIDES:
-        n = stride_outputs(stride)
-        out = cuda.device_array(n, np.float32)
-        poison(out)
-        def launch(_, s=stride, n=n, out=out):
-            k.strided_copy_kernel[blocks_to_cover(n), k.THREADS_PER_BLOCK](big, out, s)
+    outs = {s: cuda.device_array(stride_outputs(s), np.float32) for s in STRIDES}
 
-        rows.append(timed_row(NAME, "strided_copy", launch, size=n, param=stride, bytes_moved=8 * n, flops=0))
-        _check_copy(out, lambda j, s=stride: j * np.uint64(s), f"strided_copy stride={stride}")
-    return rows
+    def launch_for(stride):
+        out = outs[stride]
+
+        def launch(_):
+            k.strided_copy_kernel[blocks_to_cover(out.size), k.THREADS_PER_BLOCK](big, out, stride)
+
+        return launch, out
+
+    def check_for(stride, out):
+        _check_copy(out, lambda j: j * np.uint64(stride), f"strided_copy stride={stride}")
+
+    return _swept_rows("strided_copy", STRIDES, launch_for, stride_outputs, check_for)
 
 
 def _width_rows(big):
@@ -440,8 +495,8 @@ def _gap_rows(big):
     n = WIDTH_SIZES[-1]
     x, out = big[:n], cuda.device_array(n, np.float32)
     shapes = [(GRID_STRIDE_WAVES, "copy_w16_grid_stride", k.THREADS_PER_BLOCK, w, w) for w in GAP_WAVES]
-    shapes += [(QUEUE2, QUEUE2, b, 1, b) for b in GAP_QUEUE_BLOCKS]
-    shapes += [(BLOCK_CHUNKS, BLOCK_CHUNKS, k.THREADS_PER_BLOCK, 1, np.nan)]
+    shapes += [(QUEUE_1024, "copy_w16_queue", 1024, 1, np.nan),
+               (BLOCK_CHUNKS, BLOCK_CHUNKS, k.THREADS_PER_BLOCK, 1, np.nan)]
     rows = []
     for name, kernel, block, waves, param in shapes:
         poison(out)
@@ -569,7 +624,7 @@ def figures(table: pd.DataFrame, ceilings: dict, provenance: str) -> dict:
 
     ceiling, ceiling_variant = copy_ceiling(table)
     label = f"same-run ceiling ({ceiling_variant})"
-    figs = {}
+    figs = {name: plots.global_sectors(request, title=title) for name, title, request in warp_requests()}
     for kind in ("offset", "stride"):
         own = sweep_ceiling(table, kind)
         figs[f"{kind}_sweep"] = plots.sectors_sweep(model_table(table, kind), kind, own,
