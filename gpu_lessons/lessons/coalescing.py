@@ -41,7 +41,9 @@ GAP_WAVES = [2, 4, 8, 16, 32, 64, 128]
 GRID_STRIDE_WAVES = "copy_w16_grid_stride waves"
 QUEUE_1024 = "copy_w16_queue 1024"
 BLOCK_CHUNKS = "copy_w16_block_chunks"
-GAP_SHAPES = [GRID_STRIDE_WAVES, QUEUE_1024, BLOCK_CHUNKS]
+SIGNED_GRID_STRIDE = "copy_vec4_grid_stride (lesson 1, signed index)"
+GRID_STRIDE_1024 = "copy_w16_grid_stride 1024 threads"
+GAP_SHAPES = [GRID_STRIDE_WAVES, QUEUE_1024, BLOCK_CHUNKS, SIGNED_GRID_STRIDE, GRID_STRIDE_1024]
 BALANCED_WAVES = 32  # the scoreboard's many-waves grid-stride copy: each thread still loops ~8 times
 PARTICLES = 2**25  # 1.2 GB moved per update (36 bytes a particle): 20x the L2
 DT = np.float32(0.01)
@@ -276,6 +278,60 @@ def copy_summary(table: pd.DataFrame) -> pd.DataFrame:
     return rows.sort_values("gbps", ascending=False, ignore_index=True).round(3)
 
 
+def waves_table(table: pd.DataFrame, counters: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The 16-byte grid-stride copy against the waves of resident blocks its grid holds (1 = the
+    grid fits on the GPU once), beside CuPy's copy and, where Nsight Compute recorded that shape,
+    how far apart the SMs finished (sm__cycles_active max / min)."""
+    n = WIDTH_SIZES[-1]
+    at_size = table[table["size"] == n]
+    one = at_size[at_size["variant"] == "copy_w16_grid_stride"].assign(param=1.0)
+    rows = pd.concat([one, at_size[at_size["variant"] == GRID_STRIDE_WAVES]])
+    out = pd.DataFrame({"waves": rows["param"].astype(int).to_numpy(), "gbps": rows["gbps"].to_numpy()})
+    reference = at_size.set_index("variant")["gbps"].get(CUPY_COPY)
+    if reference is not None:
+        out["vs_cupy_copy"] = out["gbps"] / reference
+    if counters is not None:
+        spread = (counters["sm_cycles_max"] / counters["sm_cycles_min"]).to_dict()
+        out["sm_max_over_min"] = [spread.get(f"copy_w16_grid_stride w{w}") for w in out["waves"]]
+    return out.sort_values("waves", ignore_index=True).round(3)
+
+
+GAP_TESTS = [  # (hypothesis, what was timed, the variant, its param, the ncu case with its counters)
+    ("one wave of blocks (the gap)", "copy_w16_grid_stride, 256 threads", "copy_w16_grid_stride", 16,
+     "copy_w16_grid_stride w1"),
+    ("signed index code in the loop", "lesson 1's copy_vec4_grid_stride (signed, more registers)",
+     SIGNED_GRID_STRIDE, None, "roofline copy_vec4_grid_stride"),
+    ("too few bytes in flight (Little's Law)", "4 loads of 4 iterations before their stores",
+     "copy_w16_grid_stride_x4", 16, "copy_w16_grid_stride_x4"),
+    ("block size", "1024 threads per block", GRID_STRIDE_1024, None, "copy_w16_grid_stride b1024"),
+    ("DRAM locality", "each block copies one contiguous chunk", BLOCK_CHUNKS, None, "copy_w16_block_chunks"),
+    ("work split evenly over unequal SMs", "4 waves of blocks", GRID_STRIDE_WAVES, 4,
+     "copy_w16_grid_stride w4"),
+    ("", "16 waves of blocks", GRID_STRIDE_WAVES, 16, "copy_w16_grid_stride w16"),
+    ("", "64 waves of blocks", GRID_STRIDE_WAVES, 64, "copy_w16_grid_stride w64"),
+    ("", "one wave, chunks from a queue (1024 threads)", QUEUE_1024, None, "copy_w16_queue b1024"),
+    ("(the one-shot copy)", "one float4 per thread, 250 waves", "copy_w16", 16, "copy_w16"),
+]
+
+
+def gap_hypotheses(table: pd.DataFrame, counters: pd.DataFrame) -> pd.DataFrame:
+    """Each hypothesis for the grid-stride copy's gap with its test: bandwidth against CuPy's copy
+    (this recording, 1 GiB) and how far apart the 132 SMs finished (ncu, 256 MiB, where recorded)."""
+    at_size = table[table["size"] == WIDTH_SIZES[-1]]
+    reference = float(at_size.loc[at_size["variant"] == CUPY_COPY, "gbps"].iloc[0])
+    rows = []
+    for hypothesis, test, variant, param, case in GAP_TESTS:
+        match = at_size[at_size["variant"] == variant]
+        if param is not None:
+            match = match[np.isclose(match["param"], param)]
+        spread = (counters.loc[case, "sm_cycles_max"] / counters.loc[case, "sm_cycles_min"]
+                  if case in counters.index else np.nan)
+        rows.append({"hypothesis": hypothesis, "test": test,
+                     "vs_cupy_copy": float(match["gbps"].iloc[0]) / reference if len(match) else np.nan,
+                     "sm_max_over_min": spread})
+    return pd.DataFrame(rows).round(3)
+
+
 # ------------------------------------------------------------------- recorded counters and SASS
 
 COUNTER_COLUMNS = {  # Nsight Compute metric -> short column name, for the tables the notebook shows
@@ -490,18 +546,24 @@ def _gap_rows(big):
     """The 16-byte grid-stride copy at the largest size in the shapes that look for its gap."""
     from numba import cuda
 
+    from ..kernels import roofline as roofline_kernels
     from ..kernels.util import poison
 
     n = WIDTH_SIZES[-1]
     x, out = big[:n], cuda.device_array(n, np.float32)
     shapes = [(GRID_STRIDE_WAVES, "copy_w16_grid_stride", k.THREADS_PER_BLOCK, w, w) for w in GAP_WAVES]
     shapes += [(QUEUE_1024, "copy_w16_queue", 1024, 1, np.nan),
-               (BLOCK_CHUNKS, BLOCK_CHUNKS, k.THREADS_PER_BLOCK, 1, np.nan)]
+               (BLOCK_CHUNKS, BLOCK_CHUNKS, k.THREADS_PER_BLOCK, 1, np.nan),
+               (GRID_STRIDE_1024, "copy_w16_grid_stride", 1024, 1, np.nan),
+               (SIGNED_GRID_STRIDE, SIGNED_GRID_STRIDE, k.THREADS_PER_BLOCK, 1, np.nan)]
     rows = []
     for name, kernel, block, waves, param in shapes:
         poison(out)
         def launch(_, v=kernel, b=block, w=waves):
-            k.width_launch(v, x, out, b, w)
+            if v == SIGNED_GRID_STRIDE:
+                roofline_kernels.copy_launch("copy_vec4_grid_stride", x, out)
+            else:
+                k.width_launch(v, x, out, b, w)
 
         rows.append(timed_row(NAME, name, launch, size=n, param=param, bytes_moved=8 * n, flops=0))
         _check_copy(out, lambda j: j, f"{name} ({param})")
