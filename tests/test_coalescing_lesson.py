@@ -304,3 +304,47 @@ def test_measure_is_refused_on_the_simulator():
 
     with pytest.raises(TimingUnavailable):
         lesson.measure(show_progress=False)
+
+
+# ------------------------------------------------------------------------------ recorded data
+
+
+def test_the_recorded_counters_hold_every_case_the_notebook_reads():
+    counters = lesson.recorded_counters()
+    wanted = {case for *_, case in lesson.GAP_TESTS}
+    wanted |= {f"strided_copy {s}" for s in (1, 2, 8, 32, 64, 128)} | {"offset_copy 0", "offset_copy 1"}
+    assert wanted <= set(counters.index)
+    assert (counters["sm_cycles_max"] >= counters["sm_cycles_min"]).all()
+    assert "Nsight Compute" in lesson.recorded_counters_source()
+
+
+def test_recorded_dram_bytes_back_the_64_byte_claim():
+    counters = lesson.recorded_counters()
+    for stride in (32, 64, 128):
+        per_element = counters.loc[f"strided_copy {stride}", "dram_read"] / lesson.stride_outputs(stride)
+        assert per_element == pytest.approx(64, rel=0.01)
+    per_element = counters.loc["strided_copy 8", "dram_read"] / lesson.stride_outputs(8)
+    assert per_element == pytest.approx(32, rel=0.01)  # stride 8: one whole sector per element
+
+
+def test_recorded_sass_shows_the_load_order():
+    naive = lesson.recorded_sass("particles_soa_naive", grep="G.E")
+    first = lesson.recorded_sass("particles_soa", grep="G.E")
+    order = [line.split()[1][:3] for line in first.splitlines()[1:]]
+    assert order == ["LDG"] * 6 + ["STG"] * 3
+    assert [line.split()[1][:3] for line in naive.splitlines()[1:]].index("STG") == 2
+
+
+def test_the_lesson_tables_read_the_recording():
+    data = lesson.load(live=False)
+    counters = lesson.recorded_counters()
+    ceiling, _ = lesson.copy_ceiling(data.table)
+    assert lesson.dram_model(data.table, counters, ceiling)["dram_model_error"].notna().all()
+    waves = lesson.waves_table(data.table, counters)
+    assert waves["waves"].is_monotonic_increasing and waves["waves"].iloc[0] == 1
+    hypotheses = lesson.gap_hypotheses(data.table, counters)
+    assert len(hypotheses) == len(lesson.GAP_TESTS)
+    summary = lesson.particle_summary(data.table)
+    assert summary.set_index("variant").loc["particles_aos", "dram_bytes_per_particle"] == 48
+    figures = lesson.figures(data.table, {}, data.provenance)
+    assert {"request_offset_1", "offset_sweep", "stride_sweep", "particles", "copies"} <= set(figures)
