@@ -289,7 +289,8 @@ def particles_aosoa_kernel(p, n, dt):
 @cuda.jit
 def particles_padded_vec4_kernel(p, dt):
     """A 32-byte record (x y z pad vx vy vz pad), flat: two 16-byte loads, one 16-byte store.
-    Few instructions, but 48 bytes move for 36 useful ones."""
+    Few instructions, but 48 bytes requested for 36 useful ones (and 64 cross DRAM: the 16-byte
+    store dirties a whole 32-byte sector)."""
     i = uint64(cuda.grid(1))
     if i < uint64(p.size) // _U4 // _U2:
         x, y, z, pad = load4(p, _U2 * i)
