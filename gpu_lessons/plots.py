@@ -629,3 +629,175 @@ def save(fig: Figure, path: str | os.PathLike) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=SAVE_DPI, format="png", facecolor="white")
     return path
+
+
+# ---------------------------------------------------------------------------------------------
+# Lesson 3: one warp's global-memory request, and sweeps of sectors against bandwidth
+
+SECTOR_BYTES = 32
+LINE_BYTES = 128
+_LINE_GAP = 40  # bytes of blank drawn between two touched lines that are not neighbours
+
+
+def _line_positions(lines: np.ndarray) -> dict[int, float]:
+    """x position of each touched 128-byte line: side by side, a gap where lines are skipped."""
+    positions, x, previous = {}, 0.0, None
+    for line in sorted(set(int(v) for v in lines)):
+        if previous is not None:
+            x += LINE_BYTES + (_LINE_GAP if line != previous + 1 else 0)
+        positions[line] = x
+        previous = line
+    return positions
+
+
+def global_sectors(
+    request: pd.DataFrame,
+    ax: Axes | None = None,
+    title: str | None = None,
+    provenance: str | None = None,
+) -> Figure:
+    """Draw one warp's global-memory request: lanes -> the bytes each touches -> the 32-byte
+    sectors and 128-byte lines they fall in. ``request`` is ``MemoryTrace.request(...)``.
+
+    Only the lines the request touches are drawn (a gap marks skipped ones); sectors it touches
+    are coloured, with the bytes lanes actually use filled dark. The title gives the sector count
+    and useful / moved bytes.
+    """
+    attrs = request.attrs
+    if attrs.get("space") != "global":
+        raise ValueError("global_sectors draws global-memory requests; this one is "
+                         f"{attrs.get('space', 'not a MemoryTrace.request table')}")
+    own = ax is None
+    fig, ax = _new_axes(ax)
+    if own:
+        fig.set_size_inches(9.5, 3.6)
+    address = request["address"].to_numpy()
+    size = request["bytes"].to_numpy()
+    first_line = (address // LINE_BYTES)
+    last_line = (address + size - 1) // LINE_BYTES
+    touched_lines = np.unique(np.concatenate([np.arange(a, b + 1) for a, b in zip(first_line, last_line,
+                                                                                   strict=True)]))
+    x_of_line = _line_positions(touched_lines)
+
+    def x_of(byte: float) -> float:
+        line = int(byte // LINE_BYTES)
+        return x_of_line[line] + (byte - line * LINE_BYTES)
+
+    width = max(x_of_line.values()) + LINE_BYTES
+    sectors = set()
+    for a, s in zip(address, size, strict=True):
+        sectors.update(range(int(a // SECTOR_BYTES), int((a + s - 1) // SECTOR_BYTES) + 1))
+    touched, plain, used = PALETTE[5], "#f2f2f2", PALETTE[0]
+    for line, x0 in x_of_line.items():
+        ax.add_patch(plt.Rectangle((x0, 0.05), LINE_BYTES, 0.25, facecolor="#dddddd", edgecolor="white"))
+        if len(x_of_line) <= 16:
+            ax.text(x0 + LINE_BYTES / 2, 0.17, f"line {line}", ha="center", va="center",
+                    fontsize=STYLE["note_size"] - 1)
+        for s in range(4):
+            sector = line * 4 + s
+            ax.add_patch(plt.Rectangle((x0 + s * SECTOR_BYTES, 0.45), SECTOR_BYTES, 0.5,
+                                       facecolor=touched if sector in sectors else plain,
+                                       edgecolor="#777777", linewidth=0.6))
+    lane_x = np.linspace(width / 64, width - width / 64, 32)
+    for lane, a, s in zip(request["lane"], address, size, strict=True):
+        left, right = x_of(a), x_of(a + s - 1) + 1
+        ax.add_patch(plt.Rectangle((left, 0.45), right - left, 0.5, facecolor=used, edgecolor="none"))
+        ax.plot([lane_x[lane], (left + right) / 2], [1.55, 0.95], color=used, linewidth=0.6, alpha=0.7)
+    for x0 in x_of_line.values():  # sector edges again, over the used bytes
+        for s in range(4):
+            ax.add_patch(plt.Rectangle((x0 + s * SECTOR_BYTES, 0.45), SECTOR_BYTES, 0.5, facecolor="none",
+                                       edgecolor="#555555", linewidth=0.6))
+    for lane in range(32):
+        active = lane in set(request["lane"])
+        ax.add_patch(plt.Rectangle((lane_x[lane] - width / 80, 1.55), width / 40, 0.3,
+                                   facecolor=PALETTE[0] if active else "white", edgecolor=PALETTE[0],
+                                   linewidth=0.6))
+        if lane % 4 == 0 or lane == 31:
+            ax.text(lane_x[lane], 1.95, str(lane), ha="center", va="bottom", fontsize=STYLE["note_size"] - 1)
+    ax.set_xlim(-width * 0.01, width * 1.01)
+    ax.set_ylim(0, 2.25)
+    ax.set_yticks([0.17, 0.7, 1.7], ["128-B lines", "32-B sectors", "lanes"])
+    ax.set_xticks([])
+    for side in ("top", "right", "bottom", "left"):
+        ax.spines[side].set_visible(False)
+    ax.tick_params(axis="y", length=0, labelsize=STYLE["tick_size"])
+    moved = attrs["moved_bytes"]
+    headline = title or f"{attrs['op']} {attrs['array']}  `{attrs['source']}`"
+    ax.set_title(f"{headline}\n{attrs['sectors']} sectors per request (ideal {attrs['ideal_sectors']}), "
+                 f"{len(x_of_line)} lines; {attrs['useful_bytes']} useful of {moved} bytes moved "
+                 f"({attrs['useful_bytes'] / moved:.0%})", fontsize=STYLE["title_size"] - 1, loc="left")
+    ax.legend(handles=[Patch(color=used, label="bytes a lane uses"),
+                       Patch(color=touched, label="sector moved"),
+                       Patch(facecolor=plain, edgecolor="#777777", label="sector not moved")],
+              loc="upper right", bbox_to_anchor=(1.0, -0.02), ncols=3, fontsize=STYLE["legend_size"] - 1,
+              frameon=False)
+    if provenance:
+        _add_caption(fig, provenance)
+    return fig
+
+
+def sectors_sweep(
+    model: pd.DataFrame,
+    kind: str,
+    ceiling_gbps: float,
+    ceiling_label: str = "measured ceiling",
+    provenance: str | None = None,
+    title: str | None = None,
+) -> Figure:
+    """Two panels over an offset or stride sweep: measured useful GB/s beside the sector model
+    (ceiling x ideal / actual sectors), with the model's error per point; sectors per request
+    from the tracer (and Nsight Compute where recorded) below.
+
+    ``model``: columns param, gbps, model_gbps, error, ld_sectors, st_sectors and optionally
+    ncu_ld_sectors (``lessons.coalescing.model_table``).
+    """
+    fig = plt.figure(figsize=(8.5, 6.4), layout="constrained")
+    plt.close(fig)
+    top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=[2.2, 1])
+    x = model["param"].to_numpy()
+    top.plot(x, model["gbps"], color=PALETTE[0], marker="o", markersize=STYLE["marker_size"],
+             linewidth=STYLE["line_width"], label="measured (useful bytes / time)")
+    top.plot(x, model["model_gbps"], color=PALETTE[1], linestyle="--", marker="s",
+             markersize=STYLE["marker_size"] - 1, linewidth=1.4,
+             label="model: ceiling x ideal / actual sectors")
+    top.axhline(ceiling_gbps, color=STYLE["ceiling_color"], linestyle="-.", linewidth=1.2, zorder=1)
+    top.annotate(f"{ceiling_label}: {ceiling_gbps:,.0f} GB/s", xy=(1.0, ceiling_gbps),
+                 xycoords=("axes fraction", "data"), xytext=(-4, 4), textcoords="offset points", ha="right",
+                 va="bottom", fontsize=STYLE["note_size"], color=STYLE["ceiling_color"], bbox=LABEL_BOX)
+    for xi, yi, error in zip(x, model["gbps"], model["error"], strict=True):
+        if len(x) <= 16 or xi % 4 in (0, 1):
+            top.annotate(f"{error:+.0%}", xy=(xi, yi), xytext=(0, 6), textcoords="offset points", ha="center",
+                         fontsize=STYLE["note_size"] - 1.5, color=PALETTE[0])
+    low = 0 if kind == "stride" else 0.7 * min(model["gbps"].min(), model["model_gbps"].min())
+    top.set_ylim(low, ceiling_gbps * 1.12)
+    top.yaxis.set_major_formatter(FuncFormatter(_plain_number))
+    name = "start offset (elements of 4 bytes)" if kind == "offset" else "stride (elements of 4 bytes)"
+    article = "an" if kind == "offset" else "a"
+    headline = f"Copy with {article} {kind}: bandwidth beside the sector model (labels: model error)"
+    _finish(fig, top, title or headline,
+            "", "Useful bandwidth (GB/s)", None, legend_loc="lower left")
+    bottom.plot(x, model["ld_sectors"], color=PALETTE[2], marker="o", markersize=STYLE["marker_size"],
+                linewidth=STYLE["line_width"], label="load, tracer")
+    bottom.plot(x, model["st_sectors"], color=PALETTE[3], marker="o", markersize=STYLE["marker_size"] - 1,
+                linewidth=1.2, label="store, tracer")
+    if "ncu_ld_sectors" in model and model["ncu_ld_sectors"].notna().any():
+        recorded = model[model["ncu_ld_sectors"].notna()]
+        bottom.scatter(recorded["param"], recorded["ncu_ld_sectors"], marker="x", color="black", s=40,
+                       zorder=4,
+                       label="load, Nsight Compute (recorded)")
+    if kind == "stride":
+        for axis in (top, bottom):
+            axis.set_xscale("log", base=2)
+            axis.xaxis.set_major_locator(FixedLocator([v for v in x if v & (v - 1) == 0]))
+            axis.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+            axis.xaxis.set_minor_formatter(NullFormatter())
+        for edge, text in ((8, "1 sector"), (32, "1 line")):
+            for axis in (top, bottom):
+                axis.axvline(edge, color=STYLE["datasheet_color"], linestyle=":", linewidth=1)
+            bottom.annotate(text, xy=(edge, 0), xytext=(3, 3), textcoords="offset points",
+                            fontsize=STYLE["note_size"] - 1, color=STYLE["datasheet_color"])
+    bottom.set_ylim(0, max(6, model["ld_sectors"].max() * 1.3))
+    bottom.legend(fontsize=STYLE["legend_size"] - 1, frameon=False, ncols=3 if kind == "offset" else 1,
+                  loc="lower right" if kind == "offset" else "center right")
+    _finish(fig, bottom, "", name, "Sectors per request", provenance)
+    return fig

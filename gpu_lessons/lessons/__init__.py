@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import ceilings, littles_law, reduce, roofline
+from . import ceilings, coalescing, littles_law, reduce, roofline
 
 LESSONS: dict[str, ModuleType] = {
-    module.NAME: module for module in (roofline, littles_law, reduce)
+    module.NAME: module for module in (roofline, littles_law, coalescing, reduce)
 }
 EXPERIMENTS: dict[str, ModuleType] = {ceilings.NAME: ceilings, **LESSONS}
 
