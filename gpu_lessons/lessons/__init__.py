@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import bank_conflicts, ceilings, roofline
+from . import bank_conflicts, ceilings, coalescing, littles_law, reduce, roofline
 
-LESSONS: dict[str, ModuleType] = {roofline.NAME: roofline, bank_conflicts.NAME: bank_conflicts}
+LESSONS: dict[str, ModuleType] = {
+    module.NAME: module for module in (roofline, littles_law, coalescing, bank_conflicts, reduce)
+}
 EXPERIMENTS: dict[str, ModuleType] = {ceilings.NAME: ceilings, **LESSONS}
 
 
