@@ -216,3 +216,17 @@ def test_ncu_saw_no_conflicts_in_padded_and_swizzled_tiles():
         if name.split("/")[0] in ("tile32_padded", "tile32_swizzled", "tile64_vec4_swizzled"):
             assert metrics["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"] == 0, name
             assert metrics["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"] == 0, name
+
+
+def test_calculator_agrees_with_ncu_on_resident_blocks():
+    table = lesson.occupancy_table(lesson.gpu_extras())
+    assert len(table) == 1 + len(lesson.TRANSPOSE_VARIANTS)
+    assert (table["calculator_blocks"] == table["resident_blocks"]).all()
+    padded = table.set_index("case").loc["tile32_padded/64x128"]
+    assert (padded["shared_bytes"], padded["shared_bytes_with_reserve"]) == (32 * 33 * 4, 32 * 33 * 4 + 1024)
+
+
+def test_padding_costs_a_block_only_on_a_boundary():
+    cost = lesson.padding_cost().set_index("tile")
+    assert cost.loc["32x32", "blocks_per_sm"] == cost.loc["32x33", "blocks_per_sm"] == 8
+    assert (cost.loc["64x224", "blocks_per_sm"], cost.loc["64x225", "blocks_per_sm"]) == (4, 3)

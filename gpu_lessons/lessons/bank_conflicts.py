@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..kernels import bank_conflicts as k
+from ..occupancy import occupancy
 from ..scoreboard import Comparison
 from .common import check_row, progress, timed_row
 
@@ -388,7 +389,29 @@ def occupancy_table(extras: dict, shape=TRACE_SHAPE) -> pd.DataFrame:
     table["bound_by"] = [", ".join(OCCUPANCY_LIMITS[m] for m in limits.columns if row[m] == row.min())
                          for _, row in limits.iterrows()]
     table["occupancy_pct"] = wide["sm__maximum_warps_per_active_cycle_pct"].to_numpy()
+    # Lesson 2's calculator on the same resources, beside what ncu reported for the launch
+    threads = wide["launch__block_size"].astype(int).to_numpy()
+    answers = [occupancy(int(t), int(r), int(b)) for t, r, b in
+               zip(threads, table["registers"], table["shared_bytes"], strict=True)]
+    table["calculator_blocks"] = [a.blocks_per_sm for a in answers]
+    table["calculator_limiter"] = [a.limiter for a in answers]
     return table.reset_index(drop=True)
+
+
+def padding_cost(threads: int = 256, registers: int = 32) -> pd.DataFrame:
+    """Lesson 2's calculator on float32 tiles and the same tiles padded by one word per row: shared
+    memory per block and blocks per SM. The 64x224 tile (56 KiB: dynamic shared memory, opted in) sits
+    exactly on a boundary: its padding words cost a whole block per SM."""
+    rows = []
+    for tile_rows, tile_cols in [(32, 32), (64, 64), (64, 128), (64, 224)]:
+        for padded in (False, True):
+            width = tile_cols + padded
+            shared = 4 * tile_rows * width
+            answer = occupancy(threads, registers, shared)
+            rows.append({"tile": f"{tile_rows}x{width}", "padded": padded, "shared_bytes": shared,
+                         "blocks_per_sm": answer.blocks_per_sm, "occupancy": round(answer.fraction, 3),
+                         "limiter": answer.limiter})
+    return pd.DataFrame(rows)
 
 
 def sass_lines(extras: dict, kernel: str, first: int = 12, start: str | None = None) -> str:
