@@ -92,3 +92,55 @@ else:
 
     register_python_twin(load4, python_load4)
     register_python_twin(store4, python_store4)
+
+
+# ------------------------------------------------------------------ shared memory (lesson 6)
+# ``load4_shared`` / ``store4_shared``: the same 16-byte access on a 1-D float32 *shared* array
+# (``cuda.shared.array``), emitted as ``ld.shared.v4.f32`` / ``st.shared.v4.f32`` (SASS LDS.128 /
+# STS.128). numba hands a kernel its shared arrays through generic pointers; casting the pointer to
+# the shared address space (3) lets the compiler use the shared-memory instruction directly.
+# Contract: index i counts float4 groups, so the array's length and every row offset used with it
+# are multiples of 4 elements (shared arrays themselves start 16-byte aligned).
+
+if SIMULATED:
+    load4_shared, store4_shared = python_load4, python_store4
+
+else:
+    _SHARED = 3
+
+    def _shared_float4_pointer(context, builder, array_type, array, index):
+        pointer = _float4_pointer(context, builder, array_type, array, index)
+        return builder.addrspacecast(pointer, ir.PointerType(_FLOAT4, _SHARED))
+
+    @intrinsic
+    def load4_shared(typingctx, array, i):
+        if not (_is_float32_array(array) and isinstance(i, types.Integer)):
+            return None
+        sig = types.UniTuple(types.float32, 4)(array, i)
+
+        def codegen(context, builder, signature, args):
+            pointer = _shared_float4_pointer(context, builder, signature.args[0], args[0], args[1])
+            vector = builder.load(pointer, align=16)
+            lanes = [builder.extract_element(vector, ir.Constant(ir.IntType(32), k)) for k in range(4)]
+            return context.make_tuple(builder, signature.return_type, lanes)
+
+        return sig, codegen
+
+    @intrinsic
+    def store4_shared(typingctx, array, i, x0, x1, x2, x3):
+        if not (_is_float32_array(array) and isinstance(i, types.Integer)):
+            return None
+        sig = types.void(array, i, types.float32, types.float32, types.float32, types.float32)
+
+        def codegen(context, builder, signature, args):
+            pointer = _shared_float4_pointer(context, builder, signature.args[0], args[0], args[1])
+            vector = ir.Constant(_FLOAT4, ir.Undefined)
+            for k, value in enumerate(args[2:]):
+                vector = builder.insert_element(vector, value, ir.Constant(ir.IntType(32), k))
+            builder.store(vector, pointer, align=16)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    register_python_twin(load4_shared, python_load4)
+    register_python_twin(store4_shared, python_store4)
