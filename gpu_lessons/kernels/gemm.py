@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, float32
 
-from ..checks import InputError, require_array
+from ..checks import InputError, require_array, require_contiguous
 
 NAIVE_BLOCK = (32, 8)
 
@@ -47,9 +47,11 @@ def gemm_naive_launch(a, b, c) -> None:
 
 
 def check_gemm_operands(a, b):
-    """float32 2-D operands with matching inner dimensions; returns the output shape."""
+    """float32, 2-D, C-contiguous operands with matching inner dimensions; returns the output shape."""
     require_array(a, "a", dtype=np.float32, ndim=2)
     require_array(b, "b", dtype=np.float32, ndim=2)
+    require_contiguous(a, "a")
+    require_contiguous(b, "b")
     if a.shape[1] != b.shape[0]:
         raise InputError(f"shape mismatch: a is {tuple(a.shape)}, b is {tuple(b.shape)}; "
                          "a's columns must equal b's rows")

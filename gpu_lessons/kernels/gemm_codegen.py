@@ -28,6 +28,7 @@ outside the matrix read zeros, stores are guarded, so any M, N, K >= 1 works wit
 
 from __future__ import annotations
 
+import linecache
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -260,7 +261,10 @@ def python_kernel(t: Tile, name: str = "gemm_generated"):
                  "store4": vector.store4, "load4_shared": vector.load4_shared,
                  "store4_shared": vector.store4_shared}
     source = kernel_source(t, name)
-    exec(compile(source, f"<gemm_codegen {name}>", "exec"), namespace)  # noqa: S102 - our own source
+    filename = f"<gemm_codegen {name} {t}>"
+    # linecache lets inspect.getsource (and the traffic tracer's array names) read generated code
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - our own source
     return namespace[name]
 
 

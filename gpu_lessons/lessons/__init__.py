@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import ceilings, roofline
+from . import ceilings, gemm, roofline
 
-LESSONS: dict[str, ModuleType] = {roofline.NAME: roofline}
+LESSONS: dict[str, ModuleType] = {roofline.NAME: roofline, gemm.NAME: gemm}
 EXPERIMENTS: dict[str, ModuleType] = {ceilings.NAME: ceilings, **LESSONS}
 
 
