@@ -7,12 +7,17 @@ import re
 import numpy as np
 import pytest
 
-import gpu_lessons
+import gpu_lessons  # noqa: F401 - chooses the mode before numba.cuda
+
+# isort: split
+from numba import cuda, float32
+
 from gpu_lessons import sass
 from gpu_lessons.checks import InputError
 from gpu_lessons.kernels import gemm_codegen as codegen
 from gpu_lessons.kernels import gemm_steps as steps
 from gpu_lessons.lessons import gemm as lesson
+from gpu_lessons.vector import load4_shared, store4_shared
 
 rng = np.random.default_rng()
 STEP_NAMES = [s.name for s in steps.STEPS]
@@ -192,22 +197,18 @@ def test_scoreboard_rows_fit_the_recording():
         assert result["status"] == "ok", result
 
 
-@pytest.mark.skipif(not gpu_lessons.SIMULATED, reason="load4_shared's Python twin runs on the simulator")
+@cuda.jit
+def reverse_groups(x, y):
+    """Four float4 groups through shared memory, read back in reverse order."""
+    s = cuda.shared.array(16, float32)
+    i = cuda.threadIdx.x
+    store4_shared(s, i, x[4 * i], x[4 * i + 1], x[4 * i + 2], x[4 * i + 3])
+    cuda.syncthreads()
+    a, b, c, d = load4_shared(s, 3 - i)
+    y[4 * i], y[4 * i + 1], y[4 * i + 2], y[4 * i + 3] = a, b, c, d
+
+
 def test_load4_shared_and_store4_shared():
-    from numba import cuda, float32
-
-    from gpu_lessons.vector import load4_shared, store4_shared
-
-    @cuda.jit
-    def reverse_groups(x, y):
-        s = cuda.shared.array(16, float32)
-        i = cuda.threadIdx.x
-        a, b, c, d = x[4 * i], x[4 * i + 1], x[4 * i + 2], x[4 * i + 3]
-        store4_shared(s, i, a, b, c, d)
-        cuda.syncthreads()
-        a, b, c, d = load4_shared(s, 3 - i)
-        y[4 * i], y[4 * i + 1], y[4 * i + 2], y[4 * i + 3] = a, b, c, d
-
     x = np.arange(16, dtype=np.float32)
     y = np.zeros(16, np.float32)
     reverse_groups[1, 4](x, y)

@@ -1,0 +1,189 @@
+"""Lesson 6 on the GPU: the recording, and the evidence the simulator shows beside it.
+
+    python benchmarks/gemm_gpu.py record OUT   # `gpu-lessons record gemm --data OUT/data`, in this
+                                               # process, then per kernel: registers, shared and local
+                                               # memory, SASS summary and hot-loop excerpts, errors
+    python benchmarks/gemm_gpu.py ncu OUT      # Nsight Compute counters of selected steps at 2048^3
+                                               # (runs itself under ncu: the `launch` subcommand)
+
+Both write OUT/data/nvidia-h200/gemm_evidence.json (merged when it exists), with provenance.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+EVIDENCE = "gemm_evidence.json"
+NCU_SHAPE = (2048, 2048, 2048)
+NCU_STEPS = ["naive_uncoalesced", "naive", "shared_tiled", "register_1d", "register_2d",
+             "register_2d_uint64", "vector_loads", "unrolled", "conflict_free", "double_buffer",
+             "register_cap", "warp_tile"]
+NCU_METRICS = [
+    "gpu__time_duration.sum",
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    "smsp__issue_active.avg.pct_of_peak_sustained_active",
+    "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "smsp__inst_executed.sum",
+    "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum",
+    "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",
+    "smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio",
+    "smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio",
+    "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio",
+    "smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio",
+    "smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio",
+    "smsp__average_warps_issue_stalled_wait_per_issue_active.ratio",
+]
+EXCERPTS = {"register_2d": 60, "register_2d_uint64": 60, "vector_loads": 60, "unrolled": 40,
+            "register_cap": 40}
+
+
+def _one(value):
+    return next(iter(value.values())) if isinstance(value, dict) else value
+
+
+def _evidence_file(out: Path) -> Path:
+    from gpu_lessons.device import device_info
+
+    return out / "data" / device_info().slug / EVIDENCE
+
+
+def _merge(out: Path, update: dict) -> Path:
+    path = _evidence_file(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    evidence = json.loads(path.read_text()) if path.exists() else {}
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(evidence.get(key), dict):
+            evidence[key].update(value)
+        else:
+            evidence[key] = value
+    path.write_text(json.dumps(evidence, indent=1, default=str) + "\n")
+    return path
+
+
+def _kernel_facts(dispatcher) -> dict:
+    from gpu_lessons import sass
+
+    facts = {"registers": int(_one(dispatcher.get_regs_per_thread())),
+             "shared_bytes": int(_one(dispatcher.get_shared_mem_per_block())),
+             "local_bytes": int(_one(dispatcher.get_local_mem_per_thread()))}
+    text = _one(dispatcher.inspect_sass())
+    facts["sass"] = sass.summary(text)
+    return facts, text
+
+
+def record(out: Path) -> None:
+    from gpu_lessons import cli, sass
+    from gpu_lessons.kernels import gemm_codegen as codegen
+    from gpu_lessons.kernels import gemm_steps as steps
+    from gpu_lessons.lessons import gemm as lesson
+    from gpu_lessons.lessons.common import measurement_meta
+
+    data = out / "data"
+    sys.argv = ["gpu-lessons", "record", "gemm", "--data", str(data), "--no-progress"]
+    status = cli.main(sys.argv[1:])  # exactly `gpu-lessons record gemm`, in this process
+    if status:
+        raise SystemExit(f"record failed with status {status}")
+    kernels, excerpts = {}, {}
+    for step in steps.STEPS:
+        for vector in (True, False) if step.tile is not None else (True,):
+            name = step.name if vector else f"{step.name} (4-byte loads)"
+            tile = step.tile if vector or step.tile is None else step.tile.scalar()
+            if tile is not None and tile not in codegen._BUILT:
+                continue  # not run in this recording
+            facts, text = _kernel_facts(step.dispatchers(vector))
+            kernels[name] = facts
+            if vector and step.name in EXCERPTS:
+                loop = sass.hot_loop(text)
+                excerpts[step.name] = [f"/*{a:04x}*/ {op} {rest}".rstrip() for a, op, rest in
+                                       loop[: EXCERPTS[step.name]]]
+    for name, tile in lesson.TUNE.items():
+        if tile in codegen._BUILT:
+            kernels[name] = _kernel_facts(codegen.build(tile))[0]
+    meta = measurement_meta(lesson.NAME, live=False)
+    errors = lesson.LAST_ERRORS
+    path = _merge(out, {"meta": meta, "kernels": kernels, "sass_excerpts": excerpts,
+                        "errors": errors.to_dict(orient="records") if errors is not None else []})
+    print(f"evidence: {path}")
+
+
+def launch() -> None:
+    """Run under ncu: each step once at NCU_SHAPE, then cuBLAS; writes the order to stdout's end."""
+    import numpy as np
+
+    from gpu_lessons.kernels import gemm_steps as steps  # gpu_lessons first: it picks the mode
+
+    cuda = steps.cuda
+
+    m, n, k = NCU_SHAPE
+    rng = np.random.default_rng(1)
+    a = cuda.to_device(rng.standard_normal((m, k), dtype=np.float32))
+    b = cuda.to_device(rng.standard_normal((k, n), dtype=np.float32))
+    c = cuda.device_array((m, n), np.float32)
+    for name in NCU_STEPS:
+        steps.step(name).launch(a, b, c)
+        cuda.synchronize()
+    import cupy as cp
+
+    ca, cb = cp.asarray(a), cp.asarray(b)
+    cp.matmul(ca, cb)
+    cp.cuda.runtime.deviceSynchronize()
+
+
+def ncu(out: Path) -> None:
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from ncu_counters import kernel_name, number, parse_ncu_csv
+
+    tool = shutil.which("ncu")
+    if tool is None:
+        raise SystemExit("ncu is not on the PATH")
+    command = [tool, "--clock-control", "none", "--csv", "--page", "raw", "--print-units", "base",
+               "--kernel-name", "regex:gemm", "--metrics", ",".join(NCU_METRICS),
+               sys.executable, str(Path(__file__).resolve()), "launch"]
+    result = subprocess.run(command, capture_output=True, text=True, cwd=REPO)
+    (out / "gemm_ncu_raw.csv").write_text(result.stdout)
+    (out / "gemm_ncu_stderr.txt").write_text(result.stderr[-20000:])
+    records = parse_ncu_csv(result.stdout)
+    names = NCU_STEPS + ["cublas sgemm"]
+    counters = {}
+    for label, record in zip(names, records, strict=False):
+        counters[label] = {"kernel": kernel_name(record)[:160]}
+        for metric in NCU_METRICS:
+            if metric in record:
+                try:
+                    counters[label][metric] = number(record[metric])
+                except Exception:  # noqa: BLE001 - ncu prints n/a for some metrics
+                    counters[label][metric] = record[metric]
+    provenance = {"source": "ncu", "shape": NCU_SHAPE, "command": " ".join(command[:-2]),
+                  "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                  "profiled_launches": len(records), "expected_launches": len(names)}
+    path = _merge(out, {"ncu": counters, "ncu_meta": provenance})
+    print(f"ncu: {len(records)} launches profiled; {path}")
+    for label, values in counters.items():
+        print(label, {k.split("__")[1][:40]: v for k, v in values.items() if k != "kernel"})
+
+
+if __name__ == "__main__":
+    command, *rest = sys.argv[1:] or ["help"]
+    if command == "record":
+        record(Path(rest[0]))
+    elif command == "ncu":
+        ncu(Path(rest[0]))
+    elif command == "launch":
+        launch()
+    else:
+        print(__doc__)
