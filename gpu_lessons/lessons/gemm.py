@@ -328,6 +328,103 @@ def resources_table(evidence: dict) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("kernel")
 
 
+NCU_SHORT = {  # short names for the Nsight Compute metrics the checklist quotes
+    "long_scoreboard": "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",
+    "mio_throttle": "smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio",
+    "barrier": "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio",
+    "conflicts_ld": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    "conflicts_st": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+    "warps_active": "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "issue_active": "smsp__issue_active.avg.pct_of_peak_sustained_active",
+    "shared_wavefronts": "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    "sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "requests": "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+}
+
+
+def _ncu(evidence: dict, step: str, short: str):
+    return evidence.get("ncu", {}).get(step, {}).get(NCU_SHORT[short])
+
+
+def _fmt(value, spec: str = ".0f", suffix: str = "") -> str:
+    return "not recorded" if value is None else f"{value:{spec}}{suffix}"
+
+
+def _observation(step: str, previous: str, evidence: dict) -> str:
+    """What the previous step's counters, resources or SASS showed (recorded on the GPU)."""
+    loop, kernel = _loop(evidence, previous), evidence.get("kernels", {}).get(previous, {})
+    memory = loop.get("loop_memory", {})
+    share = _fmt(loop.get("loop_ffma_share"), ".0%")
+
+    def ncu(short, spec=".1f", suffix=""):
+        return _fmt(_ncu(evidence, previous, short), spec, suffix)
+
+    if step == "naive":
+        sectors, requests = _ncu(evidence, previous, "sectors"), _ncu(evidence, previous, "requests")
+        per = sectors / requests if sectors is not None and requests else None
+        return f"ncu: {_fmt(per, '.1f')} sectors per global load request (lanes 32 rows apart)"
+    if step == "shared_tiled":
+        return (f"ncu: {ncu('long_scoreboard')} warps stalled on global loads per issue; "
+                "each element is re-read K times")
+    if step in ("register_1d", "register_2d"):
+        loads = memory.get("LDS", 0) + memory.get("LDS.128", 0)
+        return (f"SASS hot loop: {loads} shared loads for {loop.get('loop_ffma', 0)} FFMA ({share} "
+                f"FFMA); ncu: {ncu('mio_throttle')} warps stalled on the shared-memory queue per issue")
+    if step == "register_2d_uint64":
+        top = dict(loop.get("top", []))
+        return (f"SASS: {loop.get('instructions', 'n/a')} instructions, {top.get('SEL', 0)} SEL, "
+                f"{top.get('BRA', 0)} BRA (negative-index wraparound); hot loop {share} FFMA")
+    if step == "vector_loads":
+        return (f"SASS: {loop.get('memory', {}).get('LDG.E', 0)} 4-byte global loads per tile, no "
+                f"LDG.E.128; {memory.get('LDS', 0)} scalar LDS in the hot loop")
+    if step == "unrolled":
+        return f"SASS: the k-loop stays rolled: {loop.get('loop_instructions')} instructions, {share} FFMA"
+    if step == "conflict_free":
+        return (f"ncu: {ncu('conflicts_ld', ',.0f')} shared-load and {ncu('conflicts_st', ',.0f')} "
+                "shared-store bank conflicts")
+    if step == "double_buffer":
+        return (f"ncu: per issue, {ncu('barrier', '.2f')} warps wait at the barrier and "
+                f"{ncu('long_scoreboard', '.2f')} on global loads")
+    if step == "register_cap":
+        return (f"resources: {kernel.get('registers', 'n/a')} registers per thread x 256 threads; "
+                f"ncu: {ncu('warps_active', '.0f', '%')} of warp slots active")
+    if step == "warp_tile":
+        return (f"ncu: issue slots {ncu('issue_active', '.0f', '%')} busy; "
+                f"{ncu('shared_wavefronts', ',.0f')} shared-load wavefronts")
+    return ""
+
+
+def _loop(evidence: dict, step: str) -> dict:
+    return evidence.get("kernels", {}).get(step, {}).get("sass", {})
+
+
+def checklist(table: pd.DataFrame, evidence: dict) -> pd.DataFrame:
+    """The notes' checklist applied: per step, what the previous step showed (a counter, the
+    resource report or SASS, recorded on the GPU), the change, and what moved (same run)."""
+    t = with_shapes(table)
+    rows, previous = [], None
+    for step in steps.STEPS:
+        shape = "4096^3" if "4096^3" in shapes_for(step.name) else "2048^3"
+        if previous is not None and shape not in shapes_for(previous.name):
+            shape = "2048^3"
+
+        def gflops(name, shape=shape):
+            hit = t[(t["variant"] == name) & (t["shape"] == shape)]
+            return float(hit["gflops"].iloc[0]) if len(hit) else None
+
+        now = gflops(step.name)
+        before = gflops(previous.name) if previous is not None else None
+        moved = f"{_fmt(now, ',.0f')} GFLOP/s ({shape})"
+        if previous is not None:
+            moved = f"{_fmt(before, ',.0f')} -> " + moved
+        seen = _observation(step.name, previous.name, evidence) if previous is not None else "baseline"
+        rows.append({"step": step.name, "observation (previous step, on the GPU)": seen,
+                     "change": step.change, "what moved": moved,
+                     "speed-up": now / before if now and before else None})
+        previous = step
+    return pd.DataFrame(rows).set_index("step")
+
+
 # -------------------------------------------------------------------------------- checks
 
 CHECK_SHAPES = [(37, 45, 13), (36, 44, 12), (33, 70, 1)]  # 4-byte path, 16-byte path, K = 1
