@@ -49,6 +49,8 @@ GEN = {
     "tune_64x64x8_4x4": T(bm=64, bn=64, tm=4, tn=4),
     "tune_64x128x8_4x8": T(bm=64, tm=4),
     "tune_128x128x16_warp": T(bk=16, lanes_m=4),
+    "grouped_8": T(group_m=8),
+    "tune_32x32x8_4x4": T(bm=32, bn=32, tm=4, tn=4, lanes_m=4),
 }
 SLOW = ["naive_uncoalesced", "naive", "tiled16"]
 MID = ["register_1d", "register_2d", "register_2d_uint64"]
@@ -56,10 +58,12 @@ MID = ["register_1d", "register_2d", "register_2d_uint64"]
 PLAN = [(n, ["2048", "1024"]) for n in SLOW] + [(n, ["4096", "2048", "awkward"]) for n in MID]
 PLAN += [(n, ["4096", "2048"]) for n in ("vec_rolled", "vec_unrolled", "conflict_free", "double_buffer")]
 PLAN += [("register_cap", ["4096", "2048", "8192", "tall", "128", "1024"]),
+         ("grouped_8", ["4096", "2048", "8192"]),
          ("scalar_cap_single", ["awkward", "4096"]), ("scalar_cap_db", ["awkward", "4096"]),
          ("launch_bounds", ["4096", "2048"]), ("warp_tile", ["4096", "2048", "8192"]),
          ("scalar_nocap_db", ["awkward"])]
 PLAN += [(n, ["4096", "2048", "tall", "128"]) for n in GEN if n.startswith("tune")]
+PLAN = [(n, ["128", "1024", "tall"]) if n == "tune_32x32x8_4x4" else (n, s) for n, s in PLAN]
 
 SHAPES = {"4096": (4096, 4096, 4096), "2048": (2048, 2048, 2048), "awkward": (4095, 4097, 1023),
           "8192": (8192, 8192, 8192), "tall": (16384, 64, 4096), "128": (128, 128, 128),

@@ -18,6 +18,9 @@ source of one kernel, printed in the notebook; ``build(tile)`` compiles it. Ever
                     colliding in one bank).
 * ``double_buffer`` two shared buffers: the next tile's global loads are issued before the current
                     tile's FMAs, and stored after them; one barrier per tile instead of two.
+* ``group_m``       0: block (x, y) computes tile (y, x). Else blocks are renumbered so that each
+                    group of ``group_m`` tile rows is swept column by column: blocks running at the
+                    same time share panels of A and B in the L2 cache (as Triton's matmul tutorial).
 * ``max_registers`` the register cap handed to the compiler (None: no cap); ``min_blocks`` asks
                     for launch bounds instead (``threads`` per block, at least this many blocks per SM).
 
@@ -54,6 +57,7 @@ class Tile:
     double_buffer: bool = True
     max_registers: int | None = 128
     min_blocks: int | None = None
+    group_m: int = 0
 
     @property
     def threads(self) -> int:
@@ -101,8 +105,17 @@ def kernel_source(t: Tile, name: str = "gemm_generated") -> str:
     emit(f"a_s = cuda.shared.array({bufs * a_buf}, float32)  # A tile, k-major: a_s[kk * {lda} + row]")
     emit(f"b_s = cuda.shared.array({bufs * b_buf}, float32)  # B tile: b_s[kk * {ldb} + col]")
     emit("tid = U(cuda.threadIdx.x)")
-    emit(f"m0 = U(cuda.blockIdx.y) * {_u(t.bm)}")
-    emit(f"n0 = U(cuda.blockIdx.x) * {_u(t.bn)}")
+    if t.group_m:
+        emit("# blocks renumbered: groups of tile rows swept column by column (L2 reuse)")
+        emit("tiles_n = U(cuda.gridDim.x)")
+        emit("pid = U(cuda.blockIdx.y) * tiles_n + U(cuda.blockIdx.x)")
+        emit(f"first = pid // ({_u(t.group_m)} * tiles_n) * {_u(t.group_m)}")
+        emit(f"rows = min(U(cuda.gridDim.y) - first, {_u(t.group_m)})")
+        emit("m0 = (first + pid % rows) * " + _u(t.bm))
+        emit(f"n0 = pid % ({_u(t.group_m)} * tiles_n) // rows * {_u(t.bn)}")
+    else:
+        emit(f"m0 = U(cuda.blockIdx.y) * {_u(t.bm)}")
+        emit(f"n0 = U(cuda.blockIdx.x) * {_u(t.bn)}")
     emit("# this thread's outputs: rows r{g} .. r{g}+3 and columns c{h} .. c{h}+3 of the block tile")
     if t.lanes_m:
         lanes_n = 32 // t.lanes_m

@@ -53,6 +53,7 @@ TUNE_TILES = [
     codegen.Tile(bn=64, tn=4),
     codegen.Tile(bm=64, tm=4),
     codegen.Tile(bm=64, bn=64, tm=4, tn=4),
+    codegen.Tile(bm=32, bn=32, tm=4, tn=4, lanes_m=4),  # 64 threads: for small matrices
 ]
 TUNE_SHAPES = ("128^3", "2048^3", "4096^3", "16384x64x4096")
 
