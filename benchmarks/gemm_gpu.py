@@ -168,7 +168,10 @@ def ncu(out: Path) -> None:
                     counters[label][metric] = number(record[metric])
                 except Exception:  # noqa: BLE001 - ncu prints n/a for some metrics
                     counters[label][metric] = record[metric]
-    provenance = {"source": "ncu", "shape": NCU_SHAPE, "command": " ".join(command[:-2]),
+    from gpu_lessons.lessons.common import git_revision
+
+    provenance = {"source": "ncu", "shape": NCU_SHAPE, "git_revision": git_revision(),
+                  "command": " ".join(command[:-2]),
                   "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                   "profiled_launches": len(records), "expected_launches": len(names)}
     path = _merge(out, {"ncu": counters, "ncu_meta": provenance})

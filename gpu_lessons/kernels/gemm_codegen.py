@@ -21,6 +21,8 @@ source of one kernel, printed in the notebook; ``build(tile)`` compiles it. Ever
 * ``group_m``       0: block (x, y) computes tile (y, x). Else blocks are renumbered so that each
                     group of ``group_m`` tile rows is swept column by column: blocks running at the
                     same time share panels of A and B in the L2 cache (as Triton's matmul tutorial).
+* ``split_prefetch`` with double buffering: the next tile of A is loaded during the first half of
+                    the k-steps and B's during the second, so half as many registers hold loads in flight.
 * ``max_registers`` the register cap handed to the compiler (None: no cap); ``min_blocks`` asks
                     for launch bounds instead (``threads`` per block, at least this many blocks per SM).
 
@@ -58,6 +60,7 @@ class Tile:
     max_registers: int | None = 128
     min_blocks: int | None = None
     group_m: int = 0
+    split_prefetch: bool = False
 
     @property
     def threads(self) -> int:
@@ -72,6 +75,8 @@ class Tile:
             raise InputError(f"tm, tn must be multiples of 4 dividing bm, bn: {self}")
         if self.threads % 32 or self.threads > 1024:
             raise InputError(f"{self.threads} threads: need whole warps, at most 1024")
+        if self.split_prefetch and not (self.double_buffer and self.unroll and self.bk % 2 == 0):
+            raise InputError("split_prefetch needs double_buffer, unroll and an even bk")
         if self.pad % 4:
             raise InputError("pad must keep rows 16-byte aligned (a multiple of 4 floats)")
         if self.lanes_m:
@@ -160,8 +165,8 @@ def kernel_source(t: Tile, name: str = "gemm_generated") -> str:
             emit(f"bk{p} = (tid + {_u(p * t.threads)}) // {_u(t.bn)}")
             emit(f"bc{p} = (tid + {_u(p * t.threads)}) % {_u(t.bn)}")
 
-    def load_global(k0: str, indent: int) -> None:
-        for p in range(pieces_a):
+    def load_global(k0: str, indent: int, which: str = "ab") -> None:
+        for p in range(pieces_a if "a" in which else 0):
             emit(f"if {only_a}m0 + ar{p} < m and {k0} + ak{p} < k:", indent)
             if t.vector:
                 index = f"((m0 + ar{p}) * k + {k0} + ak{p}) // {_u(4)}"
@@ -172,7 +177,7 @@ def kernel_source(t: Tile, name: str = "gemm_generated") -> str:
                 emit(f"xa{p} = a[(m0 + ar{p}) * k + {k0} + ak{p}]", indent + 1)
                 emit("else:", indent)
                 emit(f"xa{p} = float32(0)", indent + 1)
-        for p in range(pieces_b):
+        for p in range(pieces_b if "b" in which else 0):
             emit(f"if {only_b}{k0} + bk{p} < k and n0 + bc{p} < n:", indent)
             if t.vector:
                 index = f"(({k0} + bk{p}) * n + n0 + bc{p}) // {_u(4)}"
@@ -184,22 +189,22 @@ def kernel_source(t: Tile, name: str = "gemm_generated") -> str:
                 emit("else:", indent)
                 emit(f"xb{p} = float32(0)", indent + 1)
 
-    def store_shared(abase: str, bbase: str, indent: int) -> None:
+    def store_shared(abase: str, bbase: str, indent: int, which: str = "ab") -> None:
         outer = indent
-        if only_a:
+        if only_a and "a" in which:
             emit(f"if {only_a[:-5]}:", outer)
             indent = outer + 1
-        for p in range(pieces_a):
+        for p in range(pieces_a if "a" in which else 0):
             if t.vector:
                 for j in range(4):
                     emit(f"a_s[{abase} + (ak{p} + {_u(j)}) * {_u(lda)} + ar{p}] = xa{p}_{j}", indent)
             else:
                 emit(f"a_s[{abase} + ak{p} * {_u(lda)} + ar{p}] = xa{p}", indent)
         indent = outer
-        if only_b:
+        if only_b and "b" in which:
             emit(f"if {only_b[:-5]}:", outer)
             indent = outer + 1
-        for p in range(pieces_b):
+        for p in range(pieces_b if "b" in which else 0):
             if t.vector:
                 emit(f"store4_shared(b_s, ({bbase} + bk{p} * {_u(ldb)} + bc{p}) // {_u(4)}, "
                      f"xb{p}_0, xb{p}_1, xb{p}_2, xb{p}_3)", indent)
@@ -217,9 +222,9 @@ def kernel_source(t: Tile, name: str = "gemm_generated") -> str:
             for j in range(t.tn):
                 emit(f"acc{i}_{j} = cuda.fma(fa{i}, fb{j}, acc{i}_{j})", indent)
 
-    def compute(abase: str, bbase: str, indent: int) -> None:
+    def compute(abase: str, bbase: str, indent: int, steps: range | None = None) -> None:
         if t.unroll:
-            for kk in range(t.bk):
+            for kk in steps or range(t.bk):
                 compute_step(abase, bbase, _u(kk), indent)
         else:
             emit(f"for kk in range({_u(t.bk)}):", indent)
@@ -234,9 +239,20 @@ def kernel_source(t: Tile, name: str = "gemm_generated") -> str:
         emit("for tile in range(tiles):")
         emit(f"cur, nxt = tile % {_u(2)}, (tile + {_u(1)}) % {_u(2)}", 2)
         emit(f"k0 = (tile + {_u(1)}) * {_u(t.bk)}  # the next tile: its loads fly during the FMAs", 2)
-        load_global("k0", 2)
-        compute(f"cur * {_u(a_buf)}", f"cur * {_u(b_buf)}", 2)
-        store_shared(f"nxt * {_u(a_buf)}", f"nxt * {_u(b_buf)}", 2)
+        cur_a, cur_b = f"cur * {_u(a_buf)}", f"cur * {_u(b_buf)}"
+        nxt_a, nxt_b = f"nxt * {_u(a_buf)}", f"nxt * {_u(b_buf)}"
+        if t.split_prefetch:  # A's next tile during the first half of the k-steps, B's during the second
+            half = t.bk // 2
+            load_global("k0", 2, "a")
+            compute(cur_a, cur_b, 2, range(half))
+            store_shared(nxt_a, nxt_b, 2, "a")
+            load_global("k0", 2, "b")
+            compute(cur_a, cur_b, 2, range(half, t.bk))
+            store_shared(nxt_a, nxt_b, 2, "b")
+        else:
+            load_global("k0", 2)
+            compute(cur_a, cur_b, 2)
+            store_shared(nxt_a, nxt_b, 2)
         emit("cuda.syncthreads()", 2)
     else:
         emit("for tile in range(tiles):")
