@@ -395,11 +395,11 @@ def _observation(step: str, previous: str, evidence: dict) -> str:
         return (f"ncu: {ncu('conflicts_ld', ',.0f')} shared-load and {ncu('conflicts_st', ',.0f')} "
                 "shared-store bank conflicts")
     if step == "double_buffer":
-        return (f"ncu: per issue, {ncu('barrier', '.2f')} warps wait at the barrier and "
-                f"{ncu('long_scoreboard', '.2f')} on global loads")
+        return (f"SASS: {memory.get('BAR.SYNC.DEFER_BLOCKING', 0)} barriers per tile, each after the "
+                "tile's loads: every warp waits for global memory, then again before the next load")
     if step == "register_cap":
-        return (f"resources: {kernel.get('registers', 'n/a')} registers per thread x 256 threads; "
-                f"ncu: {ncu('warps_active', '.0f', '%')} of warp slots active")
+        return (f"resources: {kernel.get('registers', 'n/a')} registers per thread x 256 threads: one "
+                "block per SM (65,536 registers), 8 warps to hide latency")
     if step == "warp_tile":
         return (f"ncu: issue slots {ncu('issue_active', '.0f', '%')} busy; "
                 f"{ncu('shared_wavefronts', ',.0f')} shared-load wavefronts")
