@@ -1,8 +1,8 @@
 """Lesson 6 on the GPU: the recording, and the evidence the simulator shows beside it.
 
-    python benchmarks/gemm_gpu.py record OUT   # `gpu-lessons record gemm --data OUT/data`, in this
-                                               # process, then per kernel: registers, shared and local
-                                               # memory, SASS summary and hot-loop excerpts, errors
+    python benchmarks/gemm_gpu.py record OUT   # as `gpu-lessons record gemm --data OUT/data`, written
+                                               # after each shape; then per kernel: registers, shared
+                                               # and local memory, SASS summary and excerpts; errors
     python benchmarks/gemm_gpu.py ncu OUT      # Nsight Compute counters of selected steps at 2048^3
                                                # (runs itself under ncu: the `launch` subcommand)
 
@@ -85,21 +85,40 @@ def _kernel_facts(dispatcher) -> dict:
     return facts, text
 
 
-def record(out: Path) -> None:
-    from gpu_lessons import cli, sass
+def record(out: Path, evidence_deadline_s: float = 80.0) -> None:
+    """What `gpu-lessons record gemm --data OUT/data` does (checks, then measure), except that the
+    recording is rewritten after each shape (a run cut short keeps the shapes it finished); then
+    the evidence, per kernel, while time is left."""
+    import time
+
+    from gpu_lessons import results, sass
     from gpu_lessons.kernels import gemm_codegen as codegen
     from gpu_lessons.kernels import gemm_steps as steps
     from gpu_lessons.lessons import gemm as lesson
     from gpu_lessons.lessons.common import measurement_meta
 
+    start = time.time()
     data = out / "data"
-    sys.argv = ["gpu-lessons", "record", "gemm", "--data", str(data), "--no-progress"]
-    status = cli.main(sys.argv[1:])  # exactly `gpu-lessons record gemm`, in this process
-    if status:
-        raise SystemExit(f"record failed with status {status}")
+    checks = lesson.check()
+    print(f"gemm: {int(checks['passed'].sum())}/{len(checks)} correctness checks passed", flush=True)
+    if not checks["passed"].all():
+        raise SystemExit(checks[~checks["passed"]].to_string())
+    meta = measurement_meta(lesson.NAME, live=False)
+    meta["command"] = ("python benchmarks/gemm_gpu.py record (lesson.check + lesson.measure, "
+                       "as gpu-lessons record gemm)")
+
+    def write(table):
+        path = results.write_recording(table, meta, lesson.NAME, root=data)
+        print(f"{time.time() - start:.0f}s: recorded {len(table)} rows: {path}", flush=True)
+
+    lesson.measure(show_progress=False, after_shape=write)
+    errors = lesson.LAST_ERRORS
+    _merge(out, {"meta": meta, "errors": errors.to_dict(orient="records") if errors is not None else []})
     kernels, excerpts = {}, {}
     for step in steps.STEPS:
         for vector in (True, False) if step.tile is not None else (True,):
+            if time.time() - start > evidence_deadline_s:
+                break
             name = step.name if vector else f"{step.name} (4-byte loads)"
             tile = step.tile if vector or step.tile is None else step.tile.scalar()
             if tile is not None and tile not in codegen._BUILT:
@@ -111,13 +130,10 @@ def record(out: Path) -> None:
                 excerpts[step.name] = [f"/*{a:04x}*/ {op} {rest}".rstrip() for a, op, rest in
                                        loop[: EXCERPTS[step.name]]]
     for name, tile in lesson.TUNE.items():
-        if tile in codegen._BUILT:
+        if tile in codegen._BUILT and time.time() - start < evidence_deadline_s:
             kernels[name] = _kernel_facts(codegen.build(tile))[0]
-    meta = measurement_meta(lesson.NAME, live=False)
-    errors = lesson.LAST_ERRORS
-    path = _merge(out, {"meta": meta, "kernels": kernels, "sass_excerpts": excerpts,
-                        "errors": errors.to_dict(orient="records") if errors is not None else []})
-    print(f"evidence: {path}")
+    path = _merge(out, {"kernels": kernels, "sass_excerpts": excerpts})
+    print(f"{time.time() - start:.0f}s: evidence for {len(kernels)} kernels: {path}", flush=True)
 
 
 def launch() -> None:
@@ -151,7 +167,7 @@ def ncu(out: Path) -> None:
     if tool is None:
         raise SystemExit("ncu is not on the PATH")
     command = [tool, "--clock-control", "none", "--csv", "--page", "raw", "--print-units", "base",
-               "--kernel-name", "regex:gemm", "--metrics", ",".join(NCU_METRICS),
+               "--metrics", ",".join(NCU_METRICS),
                sys.executable, str(Path(__file__).resolve()), "launch"]
     result = subprocess.run(command, capture_output=True, text=True, cwd=REPO)
     (out / "gemm_ncu_raw.csv").write_text(result.stdout)

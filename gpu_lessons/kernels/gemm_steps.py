@@ -3,7 +3,9 @@ host wrapper ``matmul(a, b, step)``.
 
 Each step changes one thing, motivated by what the previous step's counters or SASS showed (the
 lesson's checklist table). Steps 7-12 are written by ``gemm_codegen`` from a ``Tile``: each adds
-one switch to the previous step's tile.
+one switch to the previous step's tile. Warp tiling (a warp as 4x8 threads, ``WARP_TILE``) did not
+pay on the H200 (benchmarks/gemm_probe.py, recorded in data/nvidia-h200/gemm_probe.csv) and is not
+a step.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ UNROLLED_TILE = Tile(lanes_m=0, pad=0, double_buffer=False, max_registers=None)
 CONFLICT_FREE_TILE = Tile(double_buffer=False, max_registers=None)
 DOUBLE_BUFFER_TILE = Tile(max_registers=None)
 REGISTER_CAP_TILE = Tile()
-WARP_TILE = Tile(lanes_m=4)
+WARP_TILE = Tile(lanes_m=4)  # warp tiling: measured by the probe (data/nvidia-h200/gemm_probe.csv), no gain
 
 
 @dataclass(frozen=True)
@@ -82,7 +84,6 @@ STEPS: list[Step] = [
                DOUBLE_BUFFER_TILE),
     _generated("register_cap", "register cap 128", "max_registers=128: two blocks per SM",
                REGISTER_CAP_TILE),
-    _generated("warp_tile", "warp tiling", "a warp covers 32x64 outputs (4x8 lanes)", WARP_TILE),
 ]
 BY_NAME = {step.name: step for step in STEPS}
 

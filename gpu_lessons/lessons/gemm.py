@@ -43,20 +43,19 @@ AWKWARD = "4095x4097x1023"
 # The slow early steps are left out of the big shapes, so that measure() stays near a minute.
 SLOW_STEPS = ("naive_uncoalesced", "naive", "shared_tiled")
 MID_STEPS = ("register_1d", "register_2d", "register_2d_uint64")
-SLOW_SHAPES = ("128^3", "1024^3", "2048^3", AWKWARD)
-MID_SHAPES = (*SLOW_SHAPES, "4096^3")
+SLOW_SHAPES = ("128^3", "1024^3", "2048^3")
+MID_SHAPES = (*SLOW_SHAPES, AWKWARD, "4096^3")
 
 # Autotuning in plain sight: tile shapes tried beside the register-capped step (every one is the
 # step-11 kernel with other constants). The table shows each candidate's GFLOP/s.
 TUNE_TILES = [
     codegen.Tile(bk=16),
-    codegen.Tile(bk=16, double_buffer=False),
     codegen.Tile(group_m=8),
     codegen.Tile(bn=64, tn=4),
     codegen.Tile(bm=64, bn=64, tm=4, tn=4),
     codegen.Tile(bm=32, bn=32, tm=4, tn=4, lanes_m=4),  # 64 threads: for small matrices
 ]
-TUNE_SHAPES = ("128^3", "2048^3", "4096^3", "16384x64x4096")
+TUNE_SHAPES = ("128^3", "2048^3", "4096^3", "8192^3", "16384x64x4096")
 
 
 def size_of(shape: str) -> int:
@@ -89,8 +88,12 @@ COMPARISONS = [_comparison(s) for s in ("4096^3", "2048^3", AWKWARD, "8192^3", "
 
 
 # At the awkward shape a 16-byte kernel runs its 4-byte twin (rows of A and B are not 16-byte
-# aligned): time it there for the last steps only (each twin is one more big compile).
-AWKWARD_STEPS = ("register_cap",)
+# aligned): time it there for the last step only (each twin is one more big compile), and 8192^3
+# for the last step and the tile candidates (measure() stays near a minute on the H200).
+FINAL_STEP = "register_cap"
+FAST_SHAPES = ("128^3", "1024^3", "2048^3", "4096^3", "16384x64x4096")
+# The order shapes are measured in: the ones the targets name first.
+MEASURE_ORDER = ("4096^3", "2048^3", AWKWARD, "128^3", "16384x64x4096", "1024^3", "8192^3")
 
 
 def shapes_for(name: str) -> tuple[str, ...]:
@@ -98,9 +101,11 @@ def shapes_for(name: str) -> tuple[str, ...]:
         return SLOW_SHAPES
     if name in MID_STEPS:
         return MID_SHAPES
-    if name in TUNE:
-        return TUNE_SHAPES
-    return tuple(s for s in SHAPES if s != AWKWARD or name in AWKWARD_STEPS)
+    if name in TUNE:  # small tiles are for small or skinny matrices: not at 8192^3
+        return tuple(s for s in TUNE_SHAPES if TUNE[name].bm >= 128 or s != "8192^3")
+    if name == FINAL_STEP:
+        return tuple(SHAPES)
+    return FAST_SHAPES
 
 
 # ------------------------------------------------------------------ counting, for the narrative
@@ -157,19 +162,22 @@ def _launcher(name: str):
 LAST_ERRORS: pd.DataFrame | None = None  # the errors measure() saw, per variant and shape
 
 
-def measure(show_progress: bool = True) -> pd.DataFrame:
+def measure(show_progress: bool = True, after_shape=None) -> pd.DataFrame:
     """Time every step and tile candidate against cuBLAS on the GPU; returns the tidy table.
 
     Every result is checked against float64 on sampled rows (AssertionError past the FP32 bound);
     the errors are kept in ``LAST_ERRORS`` (benchmarks/gemm_gpu.py records them).
+    ``after_shape(table)``, when given, sees the table so far after each shape.
     """
     global LAST_ERRORS
     from ..results import make_table
 
     rows, errors = [], []
-    for shape in progress(list(SHAPES), NAME) if show_progress else SHAPES:
+    for shape in progress(list(MEASURE_ORDER), NAME) if show_progress else MEASURE_ORDER:
         _measure_shape(shape, rows, errors)
-    LAST_ERRORS = pd.DataFrame(errors)
+        LAST_ERRORS = pd.DataFrame(errors)
+        if after_shape is not None:
+            after_shape(make_table(rows))
     return make_table(rows)
 
 
@@ -400,9 +408,6 @@ def _observation(step: str, previous: str, evidence: dict) -> str:
     if step == "register_cap":
         return (f"resources: {kernel.get('registers', 'n/a')} registers per thread x 256 threads: one "
                 "block per SM (65,536 registers), 8 warps to hide latency")
-    if step == "warp_tile":
-        return (f"ncu: issue slots {ncu('issue_active', '.0f', '%')} busy; "
-                f"{ncu('shared_wavefronts', ',.0f')} shared-load wavefronts")
     return ""
 
 
