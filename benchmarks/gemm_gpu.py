@@ -195,6 +195,47 @@ def ncu(out: Path) -> None:
         print(label, {k.split("__")[1][:40]: v for k, v in values.items() if k != "kernel"})
 
 
+PROBE_NAMES = {  # benchmarks/gemm_probe.py's names -> the lesson's
+    "naive_uncoalesced": "naive_uncoalesced", "naive": "naive", "tiled16": "shared_tiled",
+    "register_1d": "register_1d", "register_2d": "register_2d", "register_2d_uint64": "register_2d_uint64",
+    "vec_rolled": "vector_loads", "vec_unrolled": "unrolled", "conflict_free": "conflict_free",
+    "double_buffer": "double_buffer", "register_cap": "register_cap", "warp_tile": "warp_tile (probe)",
+    "launch_bounds": "launch_bounds (probe)", "scalar_cap_db": "register_cap (4-byte loads)",
+    "tune_128x128x16": "tile 128x128x16 8x8", "tune_128x64x8_8x4": "tile 128x64x8 8x4",
+    "tune_64x64x8_4x4": "tile 64x64x8 4x4",
+}
+
+
+def assemble(recording: Path, probe: Path, ncu_run: Path, target: Path, probe_meta: dict) -> None:
+    """One evidence file from three H200 runs: the recording's (meta, errors, kernels), the probe's
+    resource reports and SASS (for kernels the recording did not inspect), an ncu run's counters."""
+    import gzip
+
+    from gpu_lessons import sass
+
+    evidence = json.loads(recording.read_text()) if recording.exists() else {}
+    recorded = evidence.get("kernels", {})
+    kernels = {name: {**facts, "from": "the recording's run"} for name, facts in recorded.items()}
+    excerpts = dict(evidence.get("sass_excerpts", {}))
+    resources = json.loads((probe / "resources.json").read_text())
+    for probe_name, name in PROBE_NAMES.items():
+        info = resources.get(probe_name)
+        if info is None or name in kernels:
+            continue
+        text = gzip.open(probe / "sass" / f"{probe_name}.sass.gz", "rt").read()
+        kernels[name] = {"registers": info["regs_per_thread"], "shared_bytes": info["shared_mem_per_block"],
+                         "local_bytes": info["local_mem_per_thread"], "sass": sass.summary(text),
+                         "from": f"probe {probe_meta['git_revision']}"}
+        if name in EXCERPTS and name not in excerpts:
+            excerpts[name] = [f"/*{a:04x}*/ {op} {rest}".rstrip() for a, op, rest in
+                              sass.hot_loop(text)[: EXCERPTS[name]]]
+    counters = json.loads(ncu_run.read_text())
+    evidence.update({"kernels": kernels, "sass_excerpts": excerpts, "probe_meta": probe_meta,
+                     "ncu": counters["ncu"], "ncu_meta": counters["ncu_meta"]})
+    target.write_text(json.dumps(evidence, indent=1, default=str) + "\n")
+    print(f"{target}: {len(kernels)} kernels, {len(excerpts)} SASS excerpts, ncu for {len(counters['ncu'])}")
+
+
 if __name__ == "__main__":
     command, *rest = sys.argv[1:] or ["help"]
     if command == "record":
@@ -203,5 +244,9 @@ if __name__ == "__main__":
         ncu(Path(rest[0]))
     elif command == "launch":
         launch()
+    elif command == "assemble":  # RECORDING_EVIDENCE PROBE_DIR NCU_EVIDENCE TARGET
+        recording, probe, ncu_run, target = map(Path, rest)
+        meta = json.loads((REPO / "data" / "nvidia-h200" / "gemm_probe.meta.json").read_text())
+        assemble(recording, probe, ncu_run, target, {**meta, "source": "benchmarks/gemm_probe.py"})
     else:
         print(__doc__)

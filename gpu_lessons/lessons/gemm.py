@@ -330,6 +330,16 @@ def load_evidence(gpu: str = "nvidia-h200") -> dict:
     return json.loads(evidence_path(gpu).read_text())
 
 
+def load_probe(gpu: str = "nvidia-h200") -> tuple[pd.DataFrame, dict]:
+    """The probe run (benchmarks/gemm_probe.py) that chose the steps: candidates the lesson does not
+    re-measure (warp tiling, launch bounds, 4-byte-load variants), each beside cuBLAS in that run."""
+    from ..results import data_root
+
+    folder = data_root() / gpu
+    meta = json.loads((folder / "gemm_probe.meta.json").read_text())
+    return pd.read_csv(folder / "gemm_probe.csv"), meta
+
+
 def resources_table(evidence: dict) -> pd.DataFrame:
     """Per step: registers, shared memory, local memory (spills), SASS instruction mix."""
     rows = []
@@ -344,6 +354,7 @@ def resources_table(evidence: dict) -> pd.DataFrame:
             "LDS.128": memory.get("LDS.128", 0), "LDS": memory.get("LDS", 0),
             "LDG.E.128": sass.get("memory", {}).get("LDG.E.128", 0),
             "spill_ops (LDL/STL)": sass.get("spill_ops"),
+            "recorded by": info.get("from", "the recording's run"),
         })
     return pd.DataFrame(rows).set_index("kernel")
 
@@ -358,6 +369,8 @@ NCU_SHORT = {  # short names for the Nsight Compute metrics the checklist quotes
     "issue_active": "smsp__issue_active.avg.pct_of_peak_sustained_active",
     "shared_wavefronts": "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
     "sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "fma_pipe": "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+    "thread_ffma": "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
     "requests": "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
 }
 
@@ -384,9 +397,15 @@ def _observation(step: str, previous: str, evidence: dict) -> str:
         per = sectors / requests if sectors is not None and requests else None
         return f"ncu: {_fmt(per, '.1f')} sectors per global load request (lanes 32 rows apart)"
     if step == "shared_tiled":
-        return (f"ncu: {ncu('long_scoreboard')} warps stalled on global loads per issue; "
-                "each element is re-read K times")
-    if step in ("register_1d", "register_2d"):
+        requests, ffma = _ncu(evidence, previous, "requests"), _ncu(evidence, previous, "thread_ffma")
+        per = 32 * requests / ffma if requests and ffma else None
+        return (f"ncu: {_fmt(per, '.1f')} global loads per FMA; issue slots {ncu('issue_active', '.0f', '%')}"
+                f" busy, FMA pipe {ncu('fma_pipe', '.0f', '%')}: every element is re-read K times")
+    if step == "register_2d":
+        return (f"ncu: issue slots {ncu('issue_active', '.0f', '%')} busy but FMA pipe "
+                f"{ncu('fma_pipe', '.0f', '%')}: the SM issues other instructions, not FMAs; hot loop "
+                f"{share} FFMA")
+    if step == "register_1d":
         loads = memory.get("LDS", 0) + memory.get("LDS.128", 0)
         return (f"SASS hot loop: {loads} shared loads for {loop.get('loop_ffma', 0)} FFMA ({share} "
                 f"FFMA); ncu: {ncu('mio_throttle')} warps stalled on the shared-memory queue per issue")
