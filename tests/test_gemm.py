@@ -175,6 +175,8 @@ def test_tables_read_the_tidy_table():
     assert best.loc["4096^3", "variant"] == list(lesson.TUNE)[-1]
     tune = lesson.autotune_table(table)
     assert len(tune) == 1 + len(lesson.TUNE) and list(tune.columns) == list(lesson.TUNE_SHAPES)
+    goals = lesson.targets(table)
+    assert list(goals.index) == list(lesson.TARGETS) and goals["met"].dtype == bool
     points = lesson.roofline_points(table)
     assert set(points["label"]) == set(STEP_NAMES) | {"cuBLAS"}
 

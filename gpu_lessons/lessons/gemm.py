@@ -283,6 +283,19 @@ def best_per_shape(table: pd.DataFrame) -> pd.DataFrame:
     return out.reindex([s for s in SHAPES if s in out.index])
 
 
+TARGETS = {"4096^3": 0.85, "2048^3": 0.75, AWKWARD: 0.70}  # issue 11: fraction of cuBLAS, same run
+
+
+def targets(table: pd.DataFrame) -> pd.DataFrame:
+    """The lesson's targets against the recording: our best kernel's fraction of cuBLAS per shape."""
+    best = best_per_shape(table)
+    rows = [{"shape": shape, "target": target, "best kernel": best.loc[shape, "variant"],
+             "fraction of cuBLAS": float(best.loc[shape, "of_cublas"]),
+             "met": bool(best.loc[shape, "of_cublas"] >= target)}
+            for shape, target in TARGETS.items() if shape in best.index]
+    return pd.DataFrame(rows).set_index("shape")
+
+
 def roofline_points(table: pd.DataFrame, shape: str = "4096^3") -> pd.DataFrame:
     """Each step at one shape (the slow ones at 2048^3), x = the notes' intensity of its tiling."""
     t = with_shapes(table)
