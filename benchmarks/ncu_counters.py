@@ -375,8 +375,9 @@ def record_dry(cases: list[Case], out: Path, force: bool) -> None:
     existing = out / PROVENANCE_NAME
     if existing.exists() and json.loads(existing.read_text()).get("source") == "ncu" and not force:
         raise RecordError(f"{out} holds a real ncu recording; a dry run will not overwrite it (--force)")
-    os.environ["GPU_LESSONS_MODE"] = "sim"
-    import gpu_lessons  # noqa: F401
+    if "gpu_lessons" not in sys.modules:  # a fresh process needs no GPU for a dry run
+        os.environ.setdefault("GPU_LESSONS_MODE", "sim")
+    import gpu_lessons  # noqa: F401  (already imported, e.g. by pytest: the tracer works in either mode)
 
     totals = []
     for case in cases:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -148,7 +149,16 @@ def cmd_record(args) -> int:
         meta = measurement_meta(module.NAME, live=False)
         path = results.write_recording(table, meta, module.NAME, root=args.data)
         print(f"recorded {len(table)} rows: {path}")
+        _record_extras(module, args.data)
     return 0
+
+
+def _record_extras(module, root) -> None:
+    """Lessons with measurements that are not timings (lesson 5's floating-point experiment,
+    SASS counts) record them beside the table through their own ``record_extras(root)``."""
+    record_extras = getattr(module, "record_extras", None)
+    if record_extras is not None:
+        print(f"recorded extras: {record_extras(root=root)}")
 
 
 def cmd_ceilings(args) -> int:
@@ -179,8 +189,13 @@ def cmd_ceilings(args) -> int:
 
 
 def cmd_scoreboard(args) -> int:
+    from . import results
     from .scoreboard import format_scoreboard, scoreboard, scoreboard_json
 
+    if args.gpu is not None and args.gpu not in (recorded := results.recorded_gpus(args.data)):
+        folder = results.shown_path(results.data_root(args.data))
+        raise CommandError(f"no recordings for GPU '{args.gpu}' under {folder}/ "
+                           f"(recorded GPUs: {', '.join(recorded) or 'none'})")
     board = scoreboard(_lessons().comparisons(), gpu=args.gpu, root=args.data)
     if args.json:
         print(scoreboard_json(board))
@@ -229,10 +244,15 @@ def main(argv: list[str] | None = None) -> int:
     from .results import RecordingError
 
     try:
-        return args.func(args)
+        status = args.func(args)
+        sys.stdout.flush()  # here, so that a closed pipe is seen below and not at interpreter exit
+        return status
     except (CommandError, ModeError, RecordingError, InputError) as error:
         print(f"gpu-lessons: error: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `gpu-lessons ... | head`: the reader left; stop quietly, as cat does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return 128 + 13  # what a shell reports for a command ended by SIGPIPE
 
 
 if __name__ == "__main__":

@@ -2,6 +2,11 @@
 
 numba-cuda reads ``NUMBA_ENABLE_CUDASIM`` when ``numba.cuda`` is first imported, so the choice has to
 be made here, first. ``GPU_LESSONS_MODE`` forces it: ``gpu``, ``sim`` or ``auto`` (the default).
+
+The choice is made once per process, when ``gpu_lessons`` is imported; every later ``choose_mode()``
+(bench.py and vector.py ask at their import) returns it, whatever the environment says by then: a
+script or test that sets ``GPU_LESSONS_MODE`` after the import cannot switch numba-cuda any more, so
+it must not make a later import fail.
 """
 
 import ctypes
@@ -10,6 +15,7 @@ import sys
 
 MODE_VARIABLE = "GPU_LESSONS_MODE"
 MODES = ("auto", "gpu", "sim")
+_chosen: str | None = None  # the decision of this process, once made
 
 
 class ModeError(RuntimeError):
@@ -48,7 +54,15 @@ def _imported_mode() -> str | None:
 
 
 def choose_mode() -> str:
-    """Decide 'gpu' or 'sim', set NUMBA_ENABLE_CUDASIM to match, and return the choice."""
+    """Decide 'gpu' or 'sim' (once per process), set NUMBA_ENABLE_CUDASIM to match, return the choice."""
+    global _chosen
+    if _chosen is not None:
+        return _chosen
+    _chosen = _decide()
+    return _chosen
+
+
+def _decide() -> str:
     wanted = requested_mode()
     already = _imported_mode()
     if wanted == "auto":

@@ -386,6 +386,240 @@ def roofline(
 
 
 # ---------------------------------------------------------------------------------------------
+# Steps in teaching order, and a metric against a parameter (lesson 5, reduce)
+
+
+def steps_in_order(
+    table: pd.DataFrame,
+    order: list[str],
+    ceiling: float,
+    metric: str = "gbps",
+    labels: dict[str, str] | None = None,
+    ceiling_label: str | None = None,
+    provenance: str | None = None,
+    ax: Axes | None = None,
+    title: str | None = None,
+) -> Figure:
+    """Horizontal bars in teaching order (first step on top): each variant's `metric` as a % of
+    the ceiling (log scale: steps span orders of magnitude), with the speed-up over the step above.
+
+    `table` holds one row per variant (rows of variants not in `order` are drawn last, grey)."""
+    if metric not in UNITS:
+        raise ValueError(f"metric must be one of {', '.join(UNITS)}, got {metric!r}")
+    if not ceiling > 0:
+        raise ValueError(f"ceiling must be positive, got {ceiling}")
+    unit = UNITS[metric]
+    by_variant = table.drop_duplicates("variant").set_index("variant")
+    ours = [v for v in order if v in by_variant.index]
+    others = [v for v in by_variant.index if v not in order]
+    names = ours + others
+    values = by_variant.loc[names, metric].to_numpy(dtype=float)
+    percents = 100 * values / ceiling
+    own_figure = ax is None
+    fig, ax = _new_axes(ax)
+    if own_figure:
+        fig.set_figheight(1.5 + 0.42 * len(names))
+    positions = np.arange(len(names))[::-1]
+    colors = [PALETTE[0] if v in order else STYLE["reference_bar_color"] for v in names]
+    ax.barh(positions, percents, color=colors, height=0.62)
+    shown = [(labels or {}).get(v, v) for v in names]
+    ax.set_yticks(positions, shown)
+    previous = None
+    for y, name, percent, value in zip(positions, names, percents, values, strict=True):
+        speedup = f", {value / previous:.3g}x" if previous and name in order else ""
+        ax.annotate(f"{percent:.3g}%  ({value:,.0f} {unit}{speedup})", xy=(percent, y), xytext=(4, 0),
+                    textcoords="offset points", ha="left", va="center", fontsize=STYLE["note_size"])
+        previous = value if name in order else previous
+    label = ceiling_label or "measured ceiling"
+    ax.axvline(100, color=STYLE["ceiling_color"], linestyle="-.", linewidth=1.2,
+               label=f"{label} ({ceiling:,.0f} {unit})")
+    ax.set_xscale("log")
+    ax.set_xlim(max(1e-3, percents.min() / 2), 100 * 12)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}%"))
+    ax.set_ylim(-0.6, len(names) - 0.4)
+    ax.tick_params(axis="y", length=0)
+    ax.legend(loc="upper right", fontsize=STYLE["legend_size"], frameon=False)  # short bars on top
+    fig = _finish(fig, ax, title or f"Steps in teaching order: share of the {label}",
+                  f"% of {label} (log scale); 2x = speed-up over the step above", "", provenance)
+    ax.grid(False, axis="y")
+    return fig
+
+
+def metric_vs(
+    table: pd.DataFrame,
+    x: str,
+    metric: str = "gbps",
+    xlabel: str | None = None,
+    ceiling: float | None = None,
+    ceiling_label: str | None = None,
+    log_y: bool = False,
+    provenance: str | None = None,
+    ax: Axes | None = None,
+    title: str | None = None,
+    models: pd.DataFrame | None = None,
+) -> Figure:
+    """One line per variant of `metric` (or 'median_ms', 'median_us') against column `x` (log2).
+
+    `models`: optional rows (variant, x, value) drawn dotted in the variant's colour: a model
+    beside the measurements."""
+    fig, ax = _new_axes(ax)
+    colors = _variant_colors(table)
+    values = table[metric] if metric != "median_us" else 1e3 * table["median_ms"]
+    table = table.assign(_value=values)
+    for variant, rows in table.groupby("variant", sort=False):
+        rows = rows.sort_values(x)
+        style = PROVIDER_STYLE.get(rows["provider"].iloc[0], PROVIDER_STYLE["gpu_lessons"])
+        ax.plot(rows[x], rows["_value"], color=colors[variant], label=variant,
+                linewidth=STYLE["line_width"], markersize=STYLE["marker_size"], **style)
+    if models is not None:
+        for variant, rows in models.groupby("variant", sort=False):
+            rows = rows.sort_values("x")
+            ax.plot(rows["x"], rows["value"], color=colors.get(variant, STYLE["ceiling_color"]),
+                    linestyle=":", linewidth=1.4, label=f"model: {variant}")
+    if ceiling is not None:
+        _draw_ceiling(ax, ceiling, ceiling_label or "measured ceiling")
+    ax.set_xscale("log", base=2)
+    ticks = _binary_ticks(table[x].min(), table[x].max(), most=12)
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    formatter = (lambda v, _: human_bytes(v)) if x == "bytes" else (lambda v, _: f"{v:g}")
+    ax.xaxis.set_major_formatter(FuncFormatter(formatter))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    if log_y:
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(FuncFormatter(_plain_number))
+    else:
+        top = max(table["_value"].max(), ceiling or 0)
+        ax.set_ylim(0, top * 1.12)
+        ax.yaxis.set_major_formatter(FuncFormatter(_plain_number))
+    ylabel = {"gbps": "Bandwidth (GB/s)", "gflops": "GFLOP/s", "median_ms": "Time (ms)",
+              "median_us": "Time (us)"}.get(metric, metric)
+    return _finish(fig, ax, title or f"{ylabel} against {x}", xlabel or x, ylabel, provenance)
+
+
+# ---------------------------------------------------------------------------------------------
+# Little's Law (lesson 2)
+
+WIDTH_MARKERS = {4: "o", 8: "s", 16: "D"}
+
+
+def littles_law_memory(points: pd.DataFrame, provenance: str | None = None,
+                       title: str = "Little's Law for memory: bandwidth against bytes in flight") -> Figure:
+    """Top: measured copy GB/s against read bytes in flight per SM (log-log), colour by loads per
+    thread, marker by bytes per access, and the line Little's Law draws from the measured latency and
+    ceiling. Bottom: each point's measured / predicted (the model's error).
+
+    points: lessons.littles_law.memory_points (attrs latency_ns, ceiling_gbps, sms)."""
+    from matplotlib.lines import Line2D
+
+    fig = plt.figure(figsize=(STYLE["figsize"][0], STYLE["figsize"][1] * 1.3), layout="constrained")
+    plt.close(fig)
+    ax, low = fig.subplots(2, 1, sharex=True, height_ratios=[3, 1.1])
+    latency, ceiling, sms = (points.attrs[key] for key in ("latency_ns", "ceiling_gbps", "sms"))
+    unrolls = sorted(points["unroll"].unique())
+    colors = {u: PALETTE[i % len(PALETTE)] for i, u in enumerate(unrolls)}
+    for (width, unroll), rows in points.groupby(["width", "unroll"]):
+        style = {"color": colors[unroll], "marker": WIDTH_MARKERS.get(width, "o"), "s": 30, "zorder": 3,
+                 "edgecolors": "white", "linewidths": 0.5, "alpha": 0.9}
+        ax.scatter(rows["bytes_in_flight_per_sm"], rows["gbps"], **style)
+        low.scatter(rows["bytes_in_flight_per_sm"], rows["gbps"] / rows["predicted_gbps"], **style)
+    inflight = points["bytes_in_flight_per_sm"]
+    x = np.geomspace(inflight.min() / 1.5, inflight.max() * 1.5, 300)
+    model = np.minimum(ceiling, 2 * x * sms / latency)
+    ax.plot(x, model, color=STYLE["roof_color"], linewidth=STYLE["line_width"], zorder=2,
+            label=f"Little's Law, chase latency {latency:,.0f} ns")
+    light = points.attrs.get("light_load_latency_ns")
+    if light and np.isfinite(light):
+        ax.plot(x, np.minimum(ceiling, 2 * x * sms / light), color=STYLE["roof_color"], linestyle="--",
+                linewidth=1.1, zorder=2, label=f"Little's Law, light-load latency {light:,.0f} ns")
+    _draw_ceiling(ax, ceiling, "measured ceiling")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")  # Little's Law is a line of slope 1 here, until the ceiling
+    ax.set_ylim(min(points["gbps"].min(), model.min()) / 1.5, ceiling * 1.6)
+    ax.yaxis.set_major_formatter(FuncFormatter(_plain_number))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    handles = [Line2D([], [], color=colors[u], marker="o", linestyle="", label=f"{u} load(s)/thread")
+               for u in unrolls]
+    handles += [Line2D([], [], color="#777777", marker=WIDTH_MARKERS.get(w, "o"), linestyle="",
+                       label=f"{w}-byte loads") for w in sorted(points["width"].unique())]
+    handles += ax.get_legend_handles_labels()[0][:2]
+    ax.legend(handles=handles, fontsize=STYLE["legend_size"] - 1, frameon=False, loc="lower right", ncols=2,
+              title=f"GB/s = min(ceiling, 2 x bytes in flight x {sms} SMs / latency)",
+              title_fontsize=STYLE["legend_size"] - 1)
+    _finish(fig, ax, title, "", "Copy bandwidth (GB/s, read + write)", None)
+    low.axhline(1.0, color=STYLE["roof_color"], linewidth=1.0)
+    ratios = points["gbps"] / points["predicted_gbps"]
+    low.set_ylim(min(0.0, ratios.min() * 0.9), max(1.2, ratios.max() * 1.1))
+    low.xaxis.set_major_locator(FixedLocator(_binary_ticks(x.min(), x.max())))
+    low.xaxis.set_major_formatter(FuncFormatter(lambda value, _: human_bytes(value)))
+    low.xaxis.set_minor_formatter(NullFormatter())
+    return _finish(fig, low, "", "Read bytes in flight per SM (warps x 32 x loads per thread x bytes)",
+                   "measured /\npredicted", provenance)
+
+
+def littles_law_fma(points: pd.DataFrame, provenance: str | None = None, ax: Axes | None = None,
+                    title: str = "Little's Law for arithmetic: FMA rate against chains and warps") -> Figure:
+    """Share of the FP32 peak against independent chains per thread, one line per resident warps
+    per SM; dashed, the 4-scheduler model (points: lessons.littles_law.fma_points)."""
+    fig, ax = _new_axes(ax)
+    for i, (warps, rows) in enumerate(points.groupby("warps_per_sm")):
+        rows = rows.sort_values("chains")
+        color = PALETTE[i % len(PALETTE)]
+        ax.plot(rows["chains"], 100 * rows["fraction_of_peak"], color=color, marker="o",
+                linewidth=STYLE["line_width"], markersize=STYLE["marker_size"], label=f"{warps} warps/SM")
+        ax.plot(rows["chains"], 100 * rows["predicted_fraction"], color=color, linestyle="--", linewidth=1.0)
+    latency = points.attrs.get("latency_cycles", float("nan"))
+    ax.plot([], [], color=STYLE["roof_color"], linestyle="--", linewidth=1.0,
+            label=f"model: 4 schedulers, FMA latency {latency:.1f} cycles")
+    ax.set_ylim(0, 105)
+    ax.xaxis.set_major_locator(FixedLocator(sorted(points["chains"].unique())))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.0f}%"))
+    ax.legend(fontsize=STYLE["legend_size"] - 0.5, frameon=False, loc="center right",
+              bbox_to_anchor=(1.0, 0.6), ncols=2)
+    return _finish(fig, ax, title, "Independent FMA chains per thread", "% of theoretical FP32 peak",
+                   provenance)
+
+
+def register_pressure(rows: pd.DataFrame, provenance: str | None = None,
+                      title: str = "What unrolling costs: registers, occupancy, spills, time") -> Figure:
+    """Top: registers per thread (bars; orange where values spill to local memory) and resident
+    warps per SM (line). Bottom: the copy's GB/s. One column per 16-byte copy variant
+    (rows: lessons.littles_law.register_pressure)."""
+    fig = plt.figure(figsize=(STYLE["figsize"][0], STYLE["figsize"][1] * 1.35), layout="constrained")
+    plt.close(fig)
+    top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=[3, 2])
+    labels = [f"u{int(u)}" + (f"\ncap {int(m)}" if pd.notna(m) else "")
+              for u, m in zip(rows["unroll"], rows["max_registers"], strict=True)]
+    positions = np.arange(len(rows))
+    spills = rows["local_bytes"].fillna(0).to_numpy() > 0
+    colors = [PALETTE[1] if spill else PALETTE[0] for spill in spills]
+    top.bar(positions, rows["registers"], color=colors, width=0.6)
+    for x, regs, spill, local in zip(positions, rows["registers"], spills, rows["local_bytes"], strict=True):
+        top.annotate(f"{int(regs)}" + (f"\n+{int(local)} B" if spill else ""), xy=(x, regs), xytext=(0, 3),
+                     textcoords="offset points", ha="center", va="bottom", fontsize=STYLE["note_size"] - 1)
+    top.set_ylim(0, 330)
+    twin = top.twinx()
+    twin.plot(positions, rows["warps_per_sm"], color=PALETTE[2], marker="o", linewidth=STYLE["line_width"])
+    twin.set_ylim(0, 100)  # the line stays under the legend
+    twin.set_ylabel("Resident warps per SM", fontsize=STYLE["label_size"], color=PALETTE[2])
+    twin.tick_params(labelsize=STYLE["tick_size"], colors=PALETTE[2])
+    top.legend(handles=[Patch(color=PALETTE[0], label="registers only"),
+                        Patch(color=PALETTE[1], label="spills: + local bytes per thread")],
+               fontsize=STYLE["legend_size"], frameon=False, loc="upper left")
+    _finish(fig, top, title, "", "Registers per thread", None)
+    gbps = rows["gbps"].astype(float)
+    bottom.bar(positions, gbps, color=colors, width=0.6)
+    for x, value in zip(positions, gbps, strict=True):
+        if np.isfinite(value):
+            bottom.annotate(f"{value:,.0f}", xy=(x, value), xytext=(0, 2), textcoords="offset points",
+                            ha="center", va="bottom", fontsize=STYLE["note_size"] - 1)
+    bottom.set_xticks(positions, labels)
+    bottom.set_ylim(0, np.nanmax(gbps.to_numpy()) * 1.25 if np.isfinite(gbps).any() else 1)
+    bottom.yaxis.set_major_formatter(FuncFormatter(_plain_number))
+    return _finish(fig, bottom, "", "Float4 loads per thread (unroll), register cap (max_registers)",
+                   "Copy GB/s", provenance)
+
+
+# ---------------------------------------------------------------------------------------------
 # Saving
 
 
@@ -395,6 +629,178 @@ def save(fig: Figure, path: str | os.PathLike) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=SAVE_DPI, format="png", facecolor="white")
     return path
+
+
+# ---------------------------------------------------------------------------------------------
+# Lesson 3: one warp's global-memory request, and sweeps of sectors against bandwidth
+
+SECTOR_BYTES = 32
+LINE_BYTES = 128
+_LINE_GAP = 40  # bytes of blank drawn between two touched lines that are not neighbours
+
+
+def _line_positions(lines: np.ndarray) -> dict[int, float]:
+    """x position of each touched 128-byte line: side by side, a gap where lines are skipped."""
+    positions, x, previous = {}, 0.0, None
+    for line in sorted(set(int(v) for v in lines)):
+        if previous is not None:
+            x += LINE_BYTES + (_LINE_GAP if line != previous + 1 else 0)
+        positions[line] = x
+        previous = line
+    return positions
+
+
+def global_sectors(
+    request: pd.DataFrame,
+    ax: Axes | None = None,
+    title: str | None = None,
+    provenance: str | None = None,
+) -> Figure:
+    """Draw one warp's global-memory request: lanes -> the bytes each touches -> the 32-byte
+    sectors and 128-byte lines they fall in. ``request`` is ``MemoryTrace.request(...)``.
+
+    Only the lines the request touches are drawn (a gap marks skipped ones); sectors it touches
+    are coloured, with the bytes lanes actually use filled dark. The title gives the sector count
+    and useful / moved bytes.
+    """
+    attrs = request.attrs
+    if attrs.get("space") != "global":
+        raise ValueError("global_sectors draws global-memory requests; this one is "
+                         f"{attrs.get('space', 'not a MemoryTrace.request table')}")
+    own = ax is None
+    fig, ax = _new_axes(ax)
+    if own:
+        fig.set_size_inches(9.5, 3.6)
+    address = request["address"].to_numpy()
+    size = request["bytes"].to_numpy()
+    first_line = (address // LINE_BYTES)
+    last_line = (address + size - 1) // LINE_BYTES
+    touched_lines = np.unique(np.concatenate([np.arange(a, b + 1) for a, b in zip(first_line, last_line,
+                                                                                   strict=True)]))
+    x_of_line = _line_positions(touched_lines)
+
+    def x_of(byte: float) -> float:
+        line = int(byte // LINE_BYTES)
+        return x_of_line[line] + (byte - line * LINE_BYTES)
+
+    width = max(x_of_line.values()) + LINE_BYTES
+    sectors = set()
+    for a, s in zip(address, size, strict=True):
+        sectors.update(range(int(a // SECTOR_BYTES), int((a + s - 1) // SECTOR_BYTES) + 1))
+    touched, plain, used = PALETTE[5], "#f2f2f2", PALETTE[0]
+    for line, x0 in x_of_line.items():
+        ax.add_patch(plt.Rectangle((x0, 0.05), LINE_BYTES, 0.25, facecolor="#dddddd", edgecolor="white"))
+        if len(x_of_line) <= 16:
+            ax.text(x0 + LINE_BYTES / 2, 0.17, f"line {line}", ha="center", va="center",
+                    fontsize=STYLE["note_size"] - 1)
+        for s in range(4):
+            sector = line * 4 + s
+            ax.add_patch(plt.Rectangle((x0 + s * SECTOR_BYTES, 0.45), SECTOR_BYTES, 0.5,
+                                       facecolor=touched if sector in sectors else plain,
+                                       edgecolor="#777777", linewidth=0.6))
+    lane_x = np.linspace(width / 64, width - width / 64, 32)
+    for lane, a, s in zip(request["lane"], address, size, strict=True):
+        left, right = x_of(a), x_of(a + s - 1) + 1
+        ax.add_patch(plt.Rectangle((left, 0.45), right - left, 0.5, facecolor=used, edgecolor="none"))
+        ax.plot([lane_x[lane], (left + right) / 2], [1.55, 0.95], color=used, linewidth=0.6, alpha=0.7)
+    for x0 in x_of_line.values():  # sector edges again, over the used bytes
+        for s in range(4):
+            ax.add_patch(plt.Rectangle((x0 + s * SECTOR_BYTES, 0.45), SECTOR_BYTES, 0.5, facecolor="none",
+                                       edgecolor="#555555", linewidth=0.6))
+    for lane in range(32):
+        active = lane in set(request["lane"])
+        ax.add_patch(plt.Rectangle((lane_x[lane] - width / 80, 1.55), width / 40, 0.3,
+                                   facecolor=PALETTE[0] if active else "white", edgecolor=PALETTE[0],
+                                   linewidth=0.6))
+        if lane % 4 == 0 or lane == 31:
+            ax.text(lane_x[lane], 1.95, str(lane), ha="center", va="bottom", fontsize=STYLE["note_size"] - 1)
+    ax.set_xlim(-width * 0.01, width * 1.01)
+    ax.set_ylim(0, 2.25)
+    ax.set_yticks([0.17, 0.7, 1.7], ["128-B lines", "32-B sectors", "lanes"])
+    ax.set_xticks([])
+    for side in ("top", "right", "bottom", "left"):
+        ax.spines[side].set_visible(False)
+    ax.tick_params(axis="y", length=0, labelsize=STYLE["tick_size"])
+    moved = attrs["moved_bytes"]
+    headline = title or f"{attrs['op']} {attrs['array']}  `{attrs['source']}`"
+    ax.set_title(f"{headline}\n{attrs['sectors']} sectors per request (ideal {attrs['ideal_sectors']}), "
+                 f"{len(x_of_line)} lines; {attrs['useful_bytes']} useful of {moved} bytes moved "
+                 f"({attrs['useful_bytes'] / moved:.0%})", fontsize=STYLE["title_size"] - 1, loc="left")
+    ax.legend(handles=[Patch(color=used, label="bytes a lane uses"),
+                       Patch(color=touched, label="sector moved"),
+                       Patch(facecolor=plain, edgecolor="#777777", label="sector not moved")],
+              loc="upper right", bbox_to_anchor=(1.0, -0.02), ncols=3, fontsize=STYLE["legend_size"] - 1,
+              frameon=False)
+    if provenance:
+        _add_caption(fig, provenance)
+    return fig
+
+
+def sectors_sweep(
+    model: pd.DataFrame,
+    kind: str,
+    ceiling_gbps: float,
+    ceiling_label: str = "measured ceiling",
+    provenance: str | None = None,
+    title: str | None = None,
+) -> Figure:
+    """Two panels over an offset or stride sweep: measured useful GB/s beside the sector model
+    (ceiling x ideal / actual sectors), with the model's error per point; sectors per request
+    from the tracer (and Nsight Compute where recorded) below.
+
+    ``model``: columns param, gbps, model_gbps, error, ld_sectors, st_sectors and optionally
+    ncu_ld_sectors (``lessons.coalescing.model_table``).
+    """
+    fig = plt.figure(figsize=(8.5, 6.4), layout="constrained")
+    plt.close(fig)
+    top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=[2.2, 1])
+    x = model["param"].to_numpy()
+    top.plot(x, model["gbps"], color=PALETTE[0], marker="o", markersize=STYLE["marker_size"],
+             linewidth=STYLE["line_width"], label="measured (useful bytes / time)")
+    top.plot(x, model["model_gbps"], color=PALETTE[1], linestyle="--", marker="s",
+             markersize=STYLE["marker_size"] - 1, linewidth=1.4,
+             label="model: ceiling x ideal / actual sectors")
+    top.axhline(ceiling_gbps, color=STYLE["ceiling_color"], linestyle="-.", linewidth=1.2, zorder=1)
+    top.annotate(f"{ceiling_label}: {ceiling_gbps:,.0f} GB/s", xy=(1.0, ceiling_gbps),
+                 xycoords=("axes fraction", "data"), xytext=(-4, 4), textcoords="offset points", ha="right",
+                 va="bottom", fontsize=STYLE["note_size"], color=STYLE["ceiling_color"], bbox=LABEL_BOX)
+    for xi, yi, error in zip(x, model["gbps"], model["error"], strict=True):
+        if len(x) <= 16 or xi % 4 in (0, 1):
+            top.annotate(f"{error:+.0%}", xy=(xi, yi), xytext=(0, 6), textcoords="offset points", ha="center",
+                         fontsize=STYLE["note_size"] - 1.5, color=PALETTE[0])
+    low = 0 if kind == "stride" else 0.7 * min(model["gbps"].min(), model["model_gbps"].min())
+    top.set_ylim(low, ceiling_gbps * 1.12)
+    top.yaxis.set_major_formatter(FuncFormatter(_plain_number))
+    name = "start offset (elements of 4 bytes)" if kind == "offset" else "stride (elements of 4 bytes)"
+    article = "an" if kind == "offset" else "a"
+    headline = f"Copy with {article} {kind}: bandwidth beside the sector model (labels: model error)"
+    _finish(fig, top, title or headline,
+            "", "Useful bandwidth (GB/s)", None, legend_loc="lower left")
+    bottom.plot(x, model["ld_sectors"], color=PALETTE[2], marker="o", markersize=STYLE["marker_size"],
+                linewidth=STYLE["line_width"], label="load, tracer")
+    bottom.plot(x, model["st_sectors"], color=PALETTE[3], marker="o", markersize=STYLE["marker_size"] - 1,
+                linewidth=1.2, label="store, tracer")
+    if "ncu_ld_sectors" in model and model["ncu_ld_sectors"].notna().any():
+        recorded = model[model["ncu_ld_sectors"].notna()]
+        bottom.scatter(recorded["param"], recorded["ncu_ld_sectors"], marker="x", color="black", s=40,
+                       zorder=4,
+                       label="load, Nsight Compute (recorded)")
+    if kind == "stride":
+        for axis in (top, bottom):
+            axis.set_xscale("log", base=2)
+            axis.xaxis.set_major_locator(FixedLocator([v for v in x if v & (v - 1) == 0]))
+            axis.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+            axis.xaxis.set_minor_formatter(NullFormatter())
+        for edge, text in ((8, "1 sector"), (32, "1 line")):
+            for axis in (top, bottom):
+                axis.axvline(edge, color=STYLE["datasheet_color"], linestyle=":", linewidth=1)
+            bottom.annotate(text, xy=(edge, 0), xytext=(3, 3), textcoords="offset points",
+                            fontsize=STYLE["note_size"] - 1, color=STYLE["datasheet_color"])
+    bottom.set_ylim(0, max(6, model["ld_sectors"].max() * 1.3))
+    bottom.legend(fontsize=STYLE["legend_size"] - 1, frameon=False, ncols=3 if kind == "offset" else 1,
+                  loc="lower right" if kind == "offset" else "center right")
+    _finish(fig, bottom, "", name, "Sectors per request", provenance)
+    return fig
 
 
 # ---------------------------------------------------------------------------------------------

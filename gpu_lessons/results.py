@@ -281,6 +281,12 @@ def _recorded_gpus(root: Path) -> list[str]:
     return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
+def recorded_gpus(root: str | os.PathLike | None = None) -> list[str]:
+    """The GPU folders under the data folder (empty when there is none)."""
+    root = data_root(root)
+    return _recorded_gpus(root) if root.is_dir() else []
+
+
 def _recorded_lessons(folder: Path) -> list[str]:
     stems = {p.name.removesuffix(META_SUFFIX) for p in folder.glob(f"*{META_SUFFIX}")}
     stems |= {p.stem for p in folder.glob("*.csv")}

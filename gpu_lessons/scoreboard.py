@@ -224,6 +224,12 @@ def scoreboard(
     board.attrs["provenance"] = {
         r.gpu: r.provenance for r in recordings.values() if isinstance(r, Recording)
     }
+    # Lessons are recorded on different days: each caption with the lessons it covers.
+    captions: dict[str, list[str]] = {}
+    for lesson, r in recordings.items():
+        if isinstance(r, Recording):
+            captions.setdefault(r.provenance, []).append(lesson)
+    board.attrs["captions"] = captions
     return board
 
 
@@ -270,8 +276,10 @@ def format_scoreboard(board: pd.DataFrame) -> str:
     problems = [p for p in dict.fromkeys(board["problem"]) if p]
     if problems:
         lines += ["", "Problems:", *(f"- {p}" for p in problems)]
-    for text in board.attrs.get("provenance", {}).values():
-        lines.append(f"\nMeasured on {text}.")
+    captions = board.attrs.get("captions") or dict.fromkeys(board.attrs.get("provenance", {}).values(), [])
+    for text, lessons in captions.items():
+        which = f" ({', '.join(lessons)})" if len(captions) > 1 else ""
+        lines.append(f"\nMeasured on {text}{which}.")
     return "\n".join(lines)
 
 

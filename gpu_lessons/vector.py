@@ -94,6 +94,74 @@ else:
     register_python_twin(store4, python_store4)
 
 
+# ---------------------------------------------------------------------------------------------
+# 8-byte (float2) loads and stores (lesson 3: access width 4 / 8 / 16 bytes per thread)
+#
+# ``load2(array, i)`` reads elements 2*i and 2*i+1 as one ``ld.global.v2.f32`` (SASS ``LDG.E.64``);
+# the array must start on an 8-byte boundary. Same contract as load4 otherwise.
+
+
+def python_load2(array, i):
+    from .sim import trace
+
+    trace.note_vector_access(array, 2 * i, 2, False)
+    data = _raw(array)
+    return data[2 * i], data[2 * i + 1]
+
+
+def python_store2(array, i, x0, x1):
+    from .sim import trace
+
+    trace.note_vector_access(array, 2 * i, 2, True)
+    data = _raw(array)
+    data[2 * i], data[2 * i + 1] = x0, x1
+
+
+if SIMULATED:
+    load2, store2 = python_load2, python_store2
+
+else:
+    _FLOAT2 = ir.VectorType(ir.FloatType(), 2)
+
+    def _float2_pointer(context, builder, array_type, array, index):
+        data = context.make_array(array_type)(context, builder, array).data
+        element = builder.mul(builder.sext(index, ir.IntType(64)), ir.Constant(ir.IntType(64), 2))
+        return builder.bitcast(builder.gep(data, [element]), _FLOAT2.as_pointer())
+
+    @intrinsic
+    def load2(typingctx, array, i):
+        if not (_is_float32_array(array) and isinstance(i, types.Integer)):
+            return None
+        sig = types.UniTuple(types.float32, 2)(array, i)
+
+        def codegen(context, builder, signature, args):
+            pointer = _float2_pointer(context, builder, signature.args[0], args[0], args[1])
+            vector = builder.load(pointer, align=8)
+            lanes = [builder.extract_element(vector, ir.Constant(ir.IntType(32), k)) for k in range(2)]
+            return context.make_tuple(builder, signature.return_type, lanes)
+
+        return sig, codegen
+
+    @intrinsic
+    def store2(typingctx, array, i, x0, x1):
+        if not (_is_float32_array(array) and isinstance(i, types.Integer)):
+            return None
+        sig = types.void(array, i, types.float32, types.float32)
+
+        def codegen(context, builder, signature, args):
+            pointer = _float2_pointer(context, builder, signature.args[0], args[0], args[1])
+            vector = ir.Constant(_FLOAT2, ir.Undefined)
+            for k, value in enumerate(args[2:]):
+                vector = builder.insert_element(vector, value, ir.Constant(ir.IntType(32), k))
+            builder.store(vector, pointer, align=8)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    register_python_twin(load2, python_load2)
+    register_python_twin(store2, python_store2)
+
+
 # ------------------------------------------------------------------ shared memory (lesson 6)
 # ``load4_shared`` / ``store4_shared``: the same 16-byte access on a 1-D float32 *shared* array
 # (``cuda.shared.array``), emitted as ``ld.shared.v4.f32`` / ``st.shared.v4.f32`` (SASS LDS.128 /

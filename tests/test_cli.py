@@ -31,17 +31,31 @@ def test_bad_option_exits_non_zero(capsys):
     assert "unrecognized arguments: --colour" in capsys.readouterr().err
 
 
-@pytest.mark.skipif(not gpu_lessons.SIMULATED, reason="simulator behaviour")
+def on_the_simulator(argv, capsys):
+    """(status, stdout, stderr) of the command in simulator mode: here when the tests run there, else in
+    a subprocess with GPU_LESSONS_MODE=sim (this process's numba.cuda is on the GPU for good)."""
+    if gpu_lessons.SIMULATED:
+        status = main(argv)
+        captured = capsys.readouterr()
+        return status, captured.out, captured.err
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "gpu_lessons", *argv], capture_output=True, text=True,
+                          timeout=300, cwd=DATA.parent, env={**os.environ, "GPU_LESSONS_MODE": "sim"})
+    return done.returncode, done.stdout, done.stderr
+
+
 def test_record_and_ceilings_need_a_gpu(capsys):
-    assert main(["record"]) == 2
-    assert main(["ceilings"]) == 2
-    assert "none is available here" in capsys.readouterr().err
+    for command in ("record", "ceilings"):
+        status, _, err = on_the_simulator([command], capsys)
+        assert status == 2 and "none is available here" in err, err
 
 
-@pytest.mark.skipif(not gpu_lessons.SIMULATED, reason="simulator behaviour")
 def test_run_on_simulator_checks_and_plots_the_recording(tmp_path, capsys):
-    assert main(["run", "roofline", "--out", str(tmp_path), "--no-progress"]) == 0
-    out = capsys.readouterr().out
+    status, out, err = on_the_simulator(["run", "roofline", "--out", str(tmp_path), "--no-progress"], capsys)
+    assert status == 0, err
     assert "correctness checks passed" in out and "NVIDIA H200" in out
     figures = sorted(p.name for p in (tmp_path / "roofline").glob("*.png"))
     assert figures == ["bandwidth_vs_size.png", "roofline.png"]
@@ -77,3 +91,31 @@ def test_readme_shows_the_current_scoreboard():
 
     readme = (DATA.parent / "README.md").read_text()
     assert format_scoreboard(scoreboard(comparisons())) in readme, "regenerate the README scoreboard"
+
+
+def test_scoreboard_for_an_unrecorded_gpu_is_one_line_naming_the_recorded_ones(capsys):
+    assert main(["scoreboard", "--gpu", "no-such-gpu"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.strip().count("\n") == 0
+    assert "'no-such-gpu'" in captured.err and "recorded GPUs: nvidia-h200" in captured.err
+
+
+@pytest.mark.parametrize("argv", [["scoreboard", "--json"], ["scoreboard"], ["list"]])
+def test_a_closed_pipe_ends_the_command_quietly(argv):
+    """`gpu-lessons scoreboard --json | head`: the reader is gone before the command writes."""
+    import os
+    import subprocess
+    import sys
+
+    read, write = os.pipe()
+    os.close(read)  # no reader at all: the first write fails with EPIPE
+    try:
+        done = subprocess.run([sys.executable, "-m", "gpu_lessons", *argv], stdout=write,
+                              stderr=subprocess.PIPE, text=True, timeout=120,
+                              cwd=DATA.parent, env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                                  [str(DATA.parent), *os.environ.get("PYTHONPATH", "").split(os.pathsep)])})
+    finally:
+        os.close(write)
+    assert done.stderr == "", done.stderr
+    assert done.returncode == 141  # 128 + SIGPIPE, as a shell reports for `cat` in the same place

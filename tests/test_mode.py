@@ -29,17 +29,22 @@ def test_forced_simulator_sets_numba_variable():
     assert result.stdout.split() == ["sim", "1"], result.stderr
 
 
+NO_GPU = {"CUDA_VISIBLE_DEVICES": ""}  # the driver then reports no device: a GPU machine passes for none
+
+
 def test_auto_without_gpu_picks_simulator():
-    if mode.cuda_gpu_count() > 0:
-        pytest.skip("a GPU is present")
-    result = run_python("import gpu_lessons; print(gpu_lessons.MODE)")
+    result = run_python("import gpu_lessons; print(gpu_lessons.MODE)", **NO_GPU)
     assert result.stdout.strip() == "sim", result.stderr
 
 
+@pytest.mark.gpu_only("auto mode has a GPU to pick only on a machine with one")
+def test_auto_with_a_gpu_picks_it():
+    result = run_python("import gpu_lessons; print(gpu_lessons.MODE)")
+    assert result.stdout.strip() == "gpu", result.stderr
+
+
 def test_forcing_gpu_without_one_is_a_clear_error():
-    if mode.cuda_gpu_count() > 0:
-        pytest.skip("a GPU is present")
-    result = run_python("import gpu_lessons", GPU_LESSONS_MODE="gpu")
+    result = run_python("import gpu_lessons", GPU_LESSONS_MODE="gpu", **NO_GPU)
     assert result.returncode != 0
     assert "ModeError" in result.stderr and "no CUDA GPU is visible" in result.stderr
 
@@ -64,3 +69,21 @@ def test_describe_names_the_mode():
     assert gpu_lessons.describe().startswith("Mode: simulator" if gpu_lessons.SIMULATED else "Mode: GPU")
     facts = gpu_lessons.device_info().as_dict()
     assert {"name", "compute_capability", "sms", "sm_clock_mhz", "numba_cuda"} <= facts.keys()
+
+
+def test_the_mode_is_decided_once_per_process():
+    """A script that sets GPU_LESSONS_MODE after the import (benchmarks/ncu_counters.py's dry run did)
+    cannot switch numba-cuda any more; later imports and the tracer keep the first decision."""
+    code = "\n".join([
+        "import os, numpy as np, gpu_lessons",
+        "from gpu_lessons.kernels import coalescing",
+        "os.environ['GPU_LESSONS_MODE'] = 'gpu'  # too late: numba.cuda runs the simulator",
+        "from gpu_lessons import mode, vector",
+        "from gpu_lessons.sim.trace import trace",
+        "x, out = np.arange(65, dtype=np.float32), np.zeros(64, np.float32)",
+        "counts = trace(coalescing.offset_copy_kernel, 1, 64, x, out, 1)",
+        "assert np.array_equal(out, x[1:])",
+        "print(gpu_lessons.MODE, mode.choose_mode(), vector.SIMULATED)",
+    ])
+    result = run_python(code, GPU_LESSONS_MODE="sim")
+    assert result.stdout.split() == ["sim", "sim", "True"], result.stderr[-2000:]

@@ -44,6 +44,13 @@ def test_dry_run_writes_counters_and_provenance(dry_run):
     assert json.loads((dry_run / nc.PROVENANCE_NAME).read_text())["source"].startswith("dry-run")
 
 
+def test_a_dry_run_leaves_the_mode_alone(tmp_path, monkeypatch):
+    """Under pytest gpu_lessons is imported already, maybe in GPU mode: the tracer needs no switch."""
+    monkeypatch.setenv("GPU_LESSONS_MODE", "auto")
+    assert nc.main(["record", "--dry-run", "--out", str(tmp_path), "--case", TWO[0]]) == 0
+    assert os.environ["GPU_LESSONS_MODE"] == "auto"
+
+
 def test_parse_skips_noise_and_reads_thousands():
     text = textwrap.dedent('''\
         ==PROF== Connected to process 42

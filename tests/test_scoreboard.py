@@ -186,3 +186,15 @@ def test_theoretical_reference_reads_the_meta(tmp_path):
                          reference="theory:no_such_key")
     with pytest.raises(ComparisonError, match="no positive 'no_such_key'"):
         score(recording, missing)
+
+
+def test_each_recording_date_is_captioned_with_its_lessons():
+    import pandas as pd
+
+    from gpu_lessons.scoreboard import SCOREBOARD_COLUMNS
+
+    board = pd.DataFrame(columns=SCOREBOARD_COLUMNS)
+    board.attrs["captions"] = {"GPU A, recorded day 1": ["ceilings"], "GPU A, recorded day 2": ["reduce"]}
+    text = format_scoreboard(board)
+    assert "Measured on GPU A, recorded day 1 (ceilings)." in text
+    assert "Measured on GPU A, recorded day 2 (reduce)." in text

@@ -5,7 +5,6 @@ Guide's descriptions, written here independently of the implementation.
 """
 
 import json
-import os
 import sys
 import time
 import warnings
@@ -15,7 +14,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-os.environ.setdefault("GPU_LESSONS_MODE", "sim")
 ROOT = Path(__file__).resolve().parents[1]
 try:
     import gpu_lessons
@@ -24,7 +22,9 @@ except ModuleNotFoundError:  # a checkout without `pip install -e .`
     import gpu_lessons
 
 if not gpu_lessons.SIMULATED:
-    pytest.skip("these tests exercise the simulator", allow_module_level=True)
+    pytest.skip("these test the simulator's own warp primitives (on a GPU the hardware runs them; "
+                "test_simulator_matches_gpu_bit_for_bit compares the two through a recording)",
+                allow_module_level=True)
 
 from numba import cuda  # noqa: E402
 

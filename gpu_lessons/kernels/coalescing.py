@@ -11,17 +11,36 @@ A warp's load or store instruction is one *request*; the memory system serves it
    ``aos[i, f]`` (shape (n, fields)) is a stride-``fields`` read; structure of arrays ``soa[f, i]``
    (shape (fields, n)) is contiguous.
 
+4. Particles ``x += v * dt`` in three layouts: AoS ``(n, 6)`` records, SoA (six arrays), and two
+   in-between ones: AoSoA (blocks of 32 particles, each field contiguous inside a block) and a
+   padded 32-byte record read as two 16-byte vectors.
+5. Copies 4, 8 and 16 bytes wide per access, one-shot and grid-stride; the grid-stride variants
+   that look for the 16-byte grid-stride copy's gap.
+6. ``add_vec4``, the notes' float4 skeleton done right: 16-byte body, scalar tail, misaligned
+   views refused with a clear error (no scalar head: see ``add_vec4``).
+
 Each has a host wrapper taking NumPy or device arrays and returning the same kind.
+Kernels from 4. on index with unsigned 64-bit integers: a signed index makes Numba emit
+negative-index wraparound code on every access (see the lesson).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import cuda
+from numba import cuda, float32, int64, uint64
 
-from ..checks import InputError, require_array, require_block, require_int
+from ..checks import (
+    InputError,
+    require_aligned,
+    require_array,
+    require_block,
+    require_contiguous,
+    require_int,
+    require_same_shape,
+)
+from ..vector import load2, load4, store2, store4
 from .arrays import is_device_array, returned, to_device
-from .launch import THREADS_PER_BLOCK, blocks_to_cover
+from .launch import THREADS_PER_BLOCK, blocks_to_cover, grid_stride_blocks, resident_blocks
 
 
 @cuda.jit
@@ -104,3 +123,643 @@ def read_field_aos(aos, field: int, block: int = THREADS_PER_BLOCK):
 def read_field_soa(soa, field: int, block: int = THREADS_PER_BLOCK):
     """Field ``field`` of every record in a structure of arrays, shape (fields, n)."""
     return _read_field(soa_field_kernel, soa, "soa", field, records_axis=1, block=block)
+
+
+# ---------------------------------------------------------------------------------------------
+# Random inputs made on the device (never zeros): a hash of the index, recomputable on the host,
+# so a check can read any element's expected value without copying gigabytes back.
+
+_K1, _K2, _K3 = np.uint64(0x9E3779B1), np.uint64(0x85EBCA6B), np.uint64(0xC2B2AE35)
+_M32 = np.uint64(0xFFFFFFFF)
+_S8, _S13, _S16 = np.uint64(8), np.uint64(13), np.uint64(16)
+_SCALE = np.float32(2.0**-23)
+_U2, _U3, _U4, _U32 = np.uint64(2), np.uint64(3), np.uint64(4), np.uint64(32)
+
+
+@cuda.jit(device=True)
+def _hash_value(j, seed):
+    h = ((j * _K1) ^ seed) & _M32
+    h ^= h >> _S16
+    h = (h * _K2) & _M32
+    h ^= h >> _S13
+    h = (h * _K3) & _M32
+    h ^= h >> _S16
+    return float32(h >> _S8) * _SCALE - float32(1.0)
+
+
+@cuda.jit
+def fill_random_kernel(flat, seed):
+    i, step, n = uint64(cuda.grid(1)), uint64(cuda.gridsize(1)), uint64(flat.size)
+    while i < n:
+        flat[i] = _hash_value(i, seed)
+        i += step
+
+
+def random_values(index, seed: int) -> np.ndarray:
+    """What ``fill_random(array, seed)`` put at flat ``index``: uniform in [-1, 1), bit for bit."""
+    j = np.asarray(index, dtype=np.uint64)
+    seed = np.uint64(seed)
+    with np.errstate(over="ignore"):
+        h = ((j * _K1) ^ seed) & _M32
+        h ^= h >> _S16
+        h = (h * _K2) & _M32
+        h ^= h >> _S13
+        h = (h * _K3) & _M32
+        h ^= h >> _S16
+    return (h >> _S8).astype(np.float32) * _SCALE - np.float32(1.0)
+
+
+def fill_random(array, seed: int) -> None:
+    """Fill a float32 device array with ``random_values(arange(size), seed)`` (on the device)."""
+    require_array(array, "array", dtype=np.float32)
+    flat = array.reshape(array.size)
+    fill_random_kernel[grid_stride_blocks(max(1, flat.size)), THREADS_PER_BLOCK](flat, np.uint64(seed))
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. Particles: x += v * dt for each coordinate, in four layouts. Same math in each.
+#
+# Arrays may alias, so the compiler cannot move a load above an earlier store: a kernel that
+# writes x before reading y waits for each load in turn. The fast kernels issue every load first.
+
+PARTICLE_FIELDS = 6  # x, y, z, vx, vy, vz
+PARTICLE_USEFUL_BYTES = 36  # 6 floats read, 3 written
+AOSOA_WIDTH = 32  # particles per AoSoA block: one warp reads one field of 32 particles, 128 bytes
+PADDED_FIELDS = 8  # x y z pad vx vy vz pad: two 16-byte vectors per particle
+
+
+@cuda.jit
+def particles_soa_naive_kernel(x, y, z, vx, vy, vz, dt):
+    """What one writes first: signed index, each coordinate read, updated and stored in turn."""
+    i = cuda.grid(1)
+    if i < x.size:
+        x[i] += vx[i] * dt
+        y[i] += vy[i] * dt
+        z[i] += vz[i] * dt
+
+
+@cuda.jit
+def particles_soa_unsigned_kernel(x, y, z, vx, vy, vz, dt):
+    """The naive order with an unsigned index: no wraparound code, the stores still in the way."""
+    i = uint64(cuda.grid(1))
+    if i < uint64(x.size):
+        x[i] += vx[i] * dt
+        y[i] += vy[i] * dt
+        z[i] += vz[i] * dt
+
+
+@cuda.jit
+def particles_soa_loads_first_kernel(x, y, z, vx, vy, vz, dt):
+    """Signed index, but all six loads issued before the first store."""
+    i = cuda.grid(1)
+    if i < x.size:
+        a, b, c = x[i], y[i], z[i]
+        u, v, w = vx[i], vy[i], vz[i]
+        x[i] = a + u * dt
+        y[i] = b + v * dt
+        z[i] = c + w * dt
+
+
+@cuda.jit
+def particles_soa_kernel(x, y, z, vx, vy, vz, dt):
+    """Unsigned index and loads first: six loads in flight per thread."""
+    i = uint64(cuda.grid(1))
+    if i < uint64(x.size):
+        a, b, c = x[i], y[i], z[i]
+        u, v, w = vx[i], vy[i], vz[i]
+        x[i] = a + u * dt
+        y[i] = b + v * dt
+        z[i] = c + w * dt
+
+
+@cuda.jit
+def particles_soa_vec4_kernel(x, y, z, vx, vy, vz, dt):
+    """Four particles per thread with 16-byte loads (all six first), then 16-byte stores;
+    the n % 4 threads past the last group update one particle each."""
+    i = uint64(cuda.grid(1))
+    n = uint64(x.size)
+    groups = n // _U4
+    if i < groups:
+        x0, x1, x2, x3 = load4(x, i)
+        y0, y1, y2, y3 = load4(y, i)
+        z0, z1, z2, z3 = load4(z, i)
+        u0, u1, u2, u3 = load4(vx, i)
+        v0, v1, v2, v3 = load4(vy, i)
+        w0, w1, w2, w3 = load4(vz, i)
+        store4(x, i, x0 + u0 * dt, x1 + u1 * dt, x2 + u2 * dt, x3 + u3 * dt)
+        store4(y, i, y0 + v0 * dt, y1 + v1 * dt, y2 + v2 * dt, y3 + v3 * dt)
+        store4(z, i, z0 + w0 * dt, z1 + w1 * dt, z2 + w2 * dt, z3 + w3 * dt)
+    else:
+        j = _U3 * groups + i  # 4 * groups + (i - groups)
+        if j < n:
+            a, b, c = x[j], y[j], z[j]
+            u, v, w = vx[j], vy[j], vz[j]
+            x[j] = a + u * dt
+            y[j] = b + v * dt
+            z[j] = c + w * dt
+
+
+@cuda.jit
+def particles_aos_kernel(p, dt):
+    """Array of structures, p[i] = (x, y, z, vx, vy, vz): each field read is a stride-6 access."""
+    i = uint64(cuda.grid(1))
+    if i < uint64(p.shape[0]):
+        a, b, c = p[i, 0], p[i, 1], p[i, 2]
+        u, v, w = p[i, 3], p[i, 4], p[i, 5]
+        p[i, 0] = a + u * dt
+        p[i, 1] = b + v * dt
+        p[i, 2] = c + w * dt
+
+
+@cuda.jit
+def particles_aosoa_kernel(p, n, dt):
+    """AoSoA, p shape (blocks, 6, 32): particle i is lane i % 32 of block i // 32, so a warp
+    reads each field as 32 consecutive floats (4 sectors), as in SoA, but a block's fields sit
+    together (one allocation, records stay local)."""
+    i = uint64(cuda.grid(1))
+    if i < n:
+        b, lane = i // _U32, i % _U32
+        a, bb, c = p[b, 0, lane], p[b, 1, lane], p[b, 2, lane]
+        u, v, w = p[b, 3, lane], p[b, 4, lane], p[b, 5, lane]
+        p[b, 0, lane] = a + u * dt
+        p[b, 1, lane] = bb + v * dt
+        p[b, 2, lane] = c + w * dt
+
+
+@cuda.jit
+def particles_padded_vec4_kernel(p, dt):
+    """A 32-byte record (x y z pad vx vy vz pad), flat: two 16-byte loads, one 16-byte store.
+    Few instructions, but 48 bytes requested for 36 useful ones (and 64 cross DRAM: the 16-byte
+    store dirties a whole 32-byte sector)."""
+    i = uint64(cuda.grid(1))
+    if i < uint64(p.size) // _U4 // _U2:
+        x, y, z, pad = load4(p, _U2 * i)
+        u, v, w, _ = load4(p, _U2 * i + np.uint64(1))
+        store4(p, _U2 * i, x + u * dt, y + v * dt, z + w * dt, pad)
+
+
+PARTICLE_SOA_VARIANTS = ("particles_soa_naive", "particles_soa_unsigned", "particles_soa_loads_first",
+                         "particles_soa", "particles_soa_vec4")
+_SOA_KERNELS = {
+    "particles_soa_naive": particles_soa_naive_kernel,
+    "particles_soa_unsigned": particles_soa_unsigned_kernel,
+    "particles_soa_loads_first": particles_soa_loads_first_kernel,
+    "particles_soa": particles_soa_kernel,
+    "particles_soa_vec4": particles_soa_vec4_kernel,
+}
+
+
+def particles_soa_launch(variant: str, arrays, dt, block: int = THREADS_PER_BLOCK) -> None:
+    """Launch a SoA variant on six device arrays (x, y, z, vx, vy, vz)."""
+    n = arrays[0].size
+    threads = n // 4 + n % 4 if variant.endswith("vec4") else n
+    _SOA_KERNELS[variant][blocks_to_cover(threads, block), block](*arrays, np.float32(dt))
+
+
+def particles_aos_launch(p, dt, block: int = THREADS_PER_BLOCK) -> None:
+    particles_aos_kernel[blocks_to_cover(p.shape[0], block), block](p, np.float32(dt))
+
+
+def particles_aosoa_launch(p, n: int, dt, block: int = THREADS_PER_BLOCK) -> None:
+    particles_aosoa_kernel[blocks_to_cover(n, block), block](p, np.uint64(n), np.float32(dt))
+
+
+def particles_padded_launch(flat, dt, block: int = THREADS_PER_BLOCK) -> None:
+    blocks = blocks_to_cover(flat.size // PADDED_FIELDS, block)
+    particles_padded_vec4_kernel[blocks, block](flat, np.float32(dt))
+
+
+def aosoa_blocks(n: int) -> int:
+    return -(-n // AOSOA_WIDTH)
+
+
+def to_aosoa(aos: np.ndarray) -> np.ndarray:
+    """(n, 6) records -> (blocks, 6, 32); the lanes past n in the last block are zero."""
+    n = aos.shape[0]
+    out = np.zeros((aosoa_blocks(n) * AOSOA_WIDTH, PARTICLE_FIELDS), aos.dtype)
+    out[:n] = aos
+    return np.ascontiguousarray(out.reshape(-1, AOSOA_WIDTH, PARTICLE_FIELDS).transpose(0, 2, 1))
+
+
+def from_aosoa(blocks: np.ndarray, n: int) -> np.ndarray:
+    return blocks.transpose(0, 2, 1).reshape(-1, PARTICLE_FIELDS)[:n]
+
+
+def to_padded(aos: np.ndarray) -> np.ndarray:
+    """(n, 6) records -> flat (8n,) floats: x y z 0 vx vy vz 0."""
+    n = aos.shape[0]
+    out = np.zeros((n, PADDED_FIELDS), aos.dtype)
+    out[:, 0:3], out[:, 4:7] = aos[:, 0:3], aos[:, 3:6]
+    return out.reshape(-1)
+
+
+def from_padded(flat: np.ndarray) -> np.ndarray:
+    records = flat.reshape(-1, PADDED_FIELDS)
+    return np.concatenate([records[:, 0:3], records[:, 4:7]], axis=1)
+
+
+def particles_reference(aos: np.ndarray, dt) -> np.ndarray:
+    """NumPy: the records after one step (positions += velocities * dt, in float32)."""
+    out = np.array(aos, dtype=np.float32, copy=True)
+    out[:, 0:3] += out[:, 3:6] * np.float32(dt)
+    return out
+
+
+def _particle_records(aos, name="aos"):
+    require_array(aos, name, dtype=np.float32, ndim=2)
+    if aos.shape[1] != PARTICLE_FIELDS or aos.shape[0] < 1:
+        raise InputError(f"{name} must have shape (n >= 1, 6) for x, y, z, vx, vy, vz; "
+                         f"got {tuple(aos.shape)}")
+    return np.ascontiguousarray(aos)
+
+
+def update_particles(aos, dt, layout: str = "soa", variant: str | None = None):
+    """One step ``x += v * dt`` on (n, 6) host records, through the given layout; returns the
+    new (n, 6) records. ``layout``: 'aos', 'soa' (``variant`` picks a SoA kernel), 'aosoa',
+    'padded'. For testing and teaching: the timed experiment keeps data in its layout."""
+    aos = _particle_records(aos)
+    n = aos.shape[0]
+    if layout == "aos":
+        d = cuda.to_device(aos)
+        particles_aos_launch(d, dt)
+        return d.copy_to_host()
+    if layout == "soa":
+        variant = variant or "particles_soa"
+        if variant not in _SOA_KERNELS:
+            raise InputError(f"unknown SoA variant {variant!r}; choose one of {', '.join(_SOA_KERNELS)}")
+        arrays = [cuda.to_device(np.ascontiguousarray(aos[:, f])) for f in range(PARTICLE_FIELDS)]
+        particles_soa_launch(variant, arrays, dt)
+        return np.stack([a.copy_to_host() for a in arrays], axis=1)
+    if layout == "aosoa":
+        d = cuda.to_device(to_aosoa(aos))
+        particles_aosoa_launch(d, n, dt)
+        return from_aosoa(d.copy_to_host(), n)
+    if layout == "padded":
+        d = cuda.to_device(to_padded(aos))
+        particles_padded_launch(d, dt)
+        return from_padded(d.copy_to_host())
+    raise InputError(f"unknown layout {layout!r}; choose one of aos, soa, aosoa, padded")
+
+
+# Layout changes on the device (the experiment builds every layout from the same random SoA data).
+
+
+@cuda.jit
+def _soa_to_aos_kernel(x, y, z, vx, vy, vz, aos):
+    i, step, n = uint64(cuda.grid(1)), uint64(cuda.gridsize(1)), uint64(x.size)
+    while i < n:
+        aos[i, 0], aos[i, 1], aos[i, 2] = x[i], y[i], z[i]
+        aos[i, 3], aos[i, 4], aos[i, 5] = vx[i], vy[i], vz[i]
+        i += step
+
+
+@cuda.jit
+def _aos_aosoa_kernel(aos, blocks, to_blocks):
+    i, step, n = uint64(cuda.grid(1)), uint64(cuda.gridsize(1)), uint64(aos.shape[0])
+    while i < n:
+        b, lane = i // _U32, i % _U32
+        for f in range(6):
+            if to_blocks:
+                blocks[b, f, lane] = aos[i, f]
+            else:
+                aos[i, f] = blocks[b, f, lane]
+        i += step
+
+
+@cuda.jit
+def _aos_padded_kernel(aos, flat, to_padded):
+    i, step, n = uint64(cuda.grid(1)), uint64(cuda.gridsize(1)), uint64(aos.shape[0])
+    while i < n:
+        base = i * np.uint64(8)
+        for f in range(3):
+            if to_padded:
+                flat[base + uint64(f)] = aos[i, f]
+                flat[base + np.uint64(4) + uint64(f)] = aos[i, 3 + f]
+            else:
+                aos[i, f] = flat[base + uint64(f)]
+                aos[i, 3 + f] = flat[base + np.uint64(4) + uint64(f)]
+        if to_padded:
+            flat[base + np.uint64(3)] = float32(0)
+            flat[base + np.uint64(7)] = float32(0)
+        i += step
+
+
+def _grid(n: int) -> int:
+    return grid_stride_blocks(max(1, n))
+
+
+def soa_to_aos_launch(fields, aos) -> None:
+    _soa_to_aos_kernel[_grid(aos.shape[0]), THREADS_PER_BLOCK](*fields, aos)
+
+
+def aos_to_aosoa_launch(aos, blocks) -> None:
+    _aos_aosoa_kernel[_grid(aos.shape[0]), THREADS_PER_BLOCK](aos, blocks, True)
+
+
+def aosoa_to_aos_launch(blocks, aos) -> None:
+    _aos_aosoa_kernel[_grid(aos.shape[0]), THREADS_PER_BLOCK](aos, blocks, False)
+
+
+def aos_to_padded_launch(aos, flat) -> None:
+    _aos_padded_kernel[_grid(aos.shape[0]), THREADS_PER_BLOCK](aos, flat, True)
+
+
+def padded_to_aos_launch(flat, aos) -> None:
+    _aos_padded_kernel[_grid(aos.shape[0]), THREADS_PER_BLOCK](aos, flat, False)
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. Copies 4, 8 and 16 bytes wide per thread and access, one-shot and grid-stride.
+
+
+@cuda.jit
+def copy_w4(x, out):
+    i = uint64(cuda.grid(1))
+    if i < uint64(x.size):
+        out[i] = x[i]
+
+
+@cuda.jit
+def copy_w4_grid_stride(x, out):
+    i, step, n = uint64(cuda.grid(1)), uint64(cuda.gridsize(1)), uint64(x.size)
+    while i < n:
+        out[i] = x[i]
+        i += step
+
+
+@cuda.jit
+def copy_w8(x, out):
+    i = uint64(cuda.grid(1))
+    n = uint64(x.size)
+    pairs = n // _U2
+    if i < pairs:
+        a, b = load2(x, i)
+        store2(out, i, a, b)
+    elif i == pairs and _U2 * pairs < n:
+        out[n - np.uint64(1)] = x[n - np.uint64(1)]
+
+
+@cuda.jit
+def copy_w8_grid_stride(x, out):
+    start, step, n = uint64(cuda.grid(1)), uint64(cuda.gridsize(1)), uint64(x.size)
+    pairs = n // _U2
+    i = start
+    while i < pairs:
+        a, b = load2(x, i)
+        store2(out, i, a, b)
+        i += step
+    if start == 0 and _U2 * pairs < n:
+        out[n - np.uint64(1)] = x[n - np.uint64(1)]
+
+
+@cuda.jit
+def copy_w16(x, out):
+    i = uint64(cuda.grid(1))
+    n = uint64(x.size)
+    groups = n // _U4
+    if i < groups:
+        a, b, c, d = load4(x, i)
+        store4(out, i, a, b, c, d)
+    else:
+        j = _U3 * groups + i
+        if j < n:
+            out[j] = x[j]
+
+
+@cuda.jit
+def copy_w16_grid_stride(x, out):
+    start, step, n = uint64(cuda.grid(1)), uint64(cuda.gridsize(1)), uint64(x.size)
+    groups = n // _U4
+    i = start
+    while i < groups:
+        a, b, c, d = load4(x, i)
+        store4(out, i, a, b, c, d)
+        i += step
+    j = _U4 * groups + start
+    if j < n:
+        out[j] = x[j]
+
+
+@cuda.jit
+def copy_w16_grid_stride_x4(x, out):
+    """Four 16-byte loads of four iterations issued before their four stores."""
+    start, step, n = uint64(cuda.grid(1)), uint64(cuda.gridsize(1)), uint64(x.size)
+    groups = n // _U4
+    i = start
+    while i + _U3 * step < groups:
+        a0, a1, a2, a3 = load4(x, i)
+        b0, b1, b2, b3 = load4(x, i + step)
+        c0, c1, c2, c3 = load4(x, i + _U2 * step)
+        d0, d1, d2, d3 = load4(x, i + _U3 * step)
+        store4(out, i, a0, a1, a2, a3)
+        store4(out, i + step, b0, b1, b2, b3)
+        store4(out, i + _U2 * step, c0, c1, c2, c3)
+        store4(out, i + _U3 * step, d0, d1, d2, d3)
+        i += _U4 * step
+    while i < groups:
+        a0, a1, a2, a3 = load4(x, i)
+        store4(out, i, a0, a1, a2, a3)
+        i += step
+    j = _U4 * groups + start
+    if j < n:
+        out[j] = x[j]
+
+
+@cuda.jit
+def copy_w16_block_chunks(x, out):
+    """A persistent grid where each block copies one contiguous chunk, its threads striding by the
+    block: at any moment the blocks work in as many places as there are blocks (DRAM locality)."""
+    groups = uint64(x.size // 4)
+    blocks = uint64(cuda.gridDim.x)
+    chunk = (groups + blocks - np.uint64(1)) // blocks
+    begin = uint64(cuda.blockIdx.x) * chunk
+    end = min(begin + chunk, groups)
+    i, step = begin + uint64(cuda.threadIdx.x), uint64(cuda.blockDim.x)
+    while i < end:
+        a, b, c, d = load4(x, i)
+        store4(out, i, a, b, c, d)
+        i += step
+    j = _U4 * groups + uint64(cuda.threadIdx.x)
+    if cuda.blockIdx.x == 0 and j < uint64(x.size):
+        out[j] = x[j]
+
+
+QUEUE_ITEMS = 4  # float4 per thread per chunk taken from the queue
+
+
+@cuda.jit
+def copy_w16_queue(x, out, counters):
+    """A persistent grid that takes chunks from a queue (an atomic counter): blocks that run
+    faster take more chunks, as a one-shot grid's block scheduler does. The last block to finish
+    resets the counters for the next launch."""
+    slot = cuda.shared.array(1, int64)
+    t = cuda.threadIdx.x
+    threads = uint64(cuda.blockDim.x)
+    groups = uint64(x.size // 4)
+    chunk = threads * _U4
+    chunks = int64((groups + chunk - np.uint64(1)) // chunk)
+    while True:
+        if t == 0:
+            slot[0] = cuda.atomic.add(counters, 0, 1)
+        cuda.syncthreads()
+        c = slot[0]
+        cuda.syncthreads()
+        if c >= chunks:
+            break
+        i0 = uint64(c) * chunk + uint64(t)
+        i3 = i0 + _U3 * threads
+        if i3 < groups:
+            a0, a1, a2, a3 = load4(x, i0)
+            b0, b1, b2, b3 = load4(x, i0 + threads)
+            c0, c1, c2, c3 = load4(x, i0 + _U2 * threads)
+            d0, d1, d2, d3 = load4(x, i3)
+            store4(out, i0, a0, a1, a2, a3)
+            store4(out, i0 + threads, b0, b1, b2, b3)
+            store4(out, i0 + _U2 * threads, c0, c1, c2, c3)
+            store4(out, i3, d0, d1, d2, d3)
+        else:
+            i = i0
+            while i < groups:
+                a0, a1, a2, a3 = load4(x, i)
+                store4(out, i, a0, a1, a2, a3)
+                i += threads
+    j = _U4 * groups + uint64(t)
+    if cuda.blockIdx.x == 0 and j < uint64(x.size):
+        out[j] = x[j]
+    if t == 0:
+        done = cuda.atomic.add(counters, 1, 1)
+        if done == cuda.gridDim.x - 1:
+            counters[0] = 0
+            counters[1] = 0
+
+
+WIDTH_VARIANTS = {  # name -> (kernel, bytes per access, grid-stride?)
+    "copy_w4": (copy_w4, 4, False),
+    "copy_w8": (copy_w8, 8, False),
+    "copy_w16": (copy_w16, 16, False),
+    "copy_w4_grid_stride": (copy_w4_grid_stride, 4, True),
+    "copy_w8_grid_stride": (copy_w8_grid_stride, 8, True),
+    "copy_w16_grid_stride": (copy_w16_grid_stride, 16, True),
+    "copy_w16_grid_stride_x4": (copy_w16_grid_stride_x4, 16, True),
+    "copy_w16_queue": (copy_w16_queue, 16, True),
+    "copy_w16_block_chunks": (copy_w16_block_chunks, 16, True),
+}
+
+_queue_counters = {}
+
+
+def queue_counters():
+    """The work queue's two counters (next chunk, blocks done), zero between launches."""
+    key = "sim" if not hasattr(cuda, "current_context") else id(cuda.current_context())
+    if key not in _queue_counters:
+        _queue_counters[key] = cuda.to_device(np.zeros(2, np.int64))
+    return _queue_counters[key]
+
+
+def width_launch(variant: str, x, out, block: int = THREADS_PER_BLOCK, waves: int = 1) -> None:
+    """Launch a copy of WIDTH_VARIANTS on device arrays; grid-stride ones get ``waves`` x the
+    blocks that fit on the device at once (``block`` threads each), but no more than needed."""
+    kernel, width, grid_stride = WIDTH_VARIANTS[variant]
+    n = x.size
+    threads = n // (width // 4) + n % (width // 4)
+    if grid_stride:
+        fit = resident_blocks() * THREADS_PER_BLOCK // block
+        blocks = min(blocks_to_cover(threads, block), fit * waves)
+    else:
+        blocks = blocks_to_cover(threads, block)
+    if variant.startswith("copy_w16_queue"):
+        kernel[blocks, block](x, out, queue_counters())
+    else:
+        kernel[blocks, block](x, out)
+
+
+def copy_width(x, variant: str = "copy_w16", block: int = THREADS_PER_BLOCK, waves: int = 1):
+    """Copy a float32 vector with one of WIDTH_VARIANTS (host or device array in, same out)."""
+    require_array(x, "x", dtype=np.float32, ndim=1)
+    require_contiguous(x, "x")
+    if variant not in WIDTH_VARIANTS:
+        raise InputError(f"unknown copy {variant!r}; choose one of {', '.join(WIDTH_VARIANTS)}")
+    width = WIDTH_VARIANTS[variant][1]
+    if width > 4:
+        require_aligned(x, "x", width)
+    if x.shape[0] < 1:
+        raise InputError("x is empty")
+    block = require_block(block)
+    d_x = to_device(x, "x")
+    d_out = cuda.device_array(x.shape[0], np.float32)
+    width_launch(variant, d_x, d_out, block, waves)
+    return returned(d_out, not is_device_array(x))
+
+
+# ---------------------------------------------------------------------------------------------
+# 6. add_vec4 of the notes, done right.
+
+
+@cuda.jit
+def add_vec4_kernel(x, y, out):
+    """out = x + y: one float4 per thread over the whole groups of 4, then one thread per
+    leftover element (the notes loop over the tail in one thread; one each needs no loop)."""
+    i = uint64(cuda.grid(1))
+    n = uint64(out.size)
+    groups = n // _U4
+    if i < groups:
+        x0, x1, x2, x3 = load4(x, i)
+        y0, y1, y2, y3 = load4(y, i)
+        store4(out, i, x0 + y0, x1 + y1, x2 + y2, x3 + y3)
+    else:
+        j = _U3 * groups + i
+        if j < n:
+            out[j] = x[j] + y[j]
+
+
+def add_vec4_launch(x, y, out, block: int = THREADS_PER_BLOCK) -> None:
+    n = out.size
+    add_vec4_kernel[blocks_to_cover(n // 4 + n % 4, block), block](x, y, out)
+
+
+def add_vec4(x, y, block: int = THREADS_PER_BLOCK):
+    """x + y for float32 vectors with 16-byte loads; any length (a scalar tail), refusing
+    misaligned views.
+
+    A view such as ``x[1:]`` starts 4 bytes past a 16-byte boundary: a 16-byte load there is
+    illegal (CUDA_ERROR_MISALIGNED_ADDRESS), so the wrapper raises ``InputError`` and names the
+    offset. It does not add a scalar head: that only helps when x, y and out are misaligned by
+    the same amount, and a fresh ``out`` is aligned. Copy the view (``np.ascontiguousarray`` of
+    a fresh array), or use the scalar kernel.
+    """
+    for name, v in (("x", x), ("y", y)):
+        require_array(v, name, dtype=np.float32, ndim=1)
+        require_contiguous(v, name)
+        require_aligned(v, name, 16)
+    require_same_shape(x=x, y=y)
+    block = require_block(block)
+    host = not is_device_array(x)
+    d_x, d_y = to_device(x, "x"), to_device(y, "y")
+    d_out = cuda.device_array(x.shape[0], np.float32)
+    if x.shape[0]:
+        add_vec4_launch(d_x, d_y, d_out, block)
+    return returned(d_out, host)
+
+
+# ---------------------------------------------------------------------------------------------
+# Checking big outputs without copying them back: count the elements a kernel left poisoned.
+
+
+@cuda.jit
+def _count_nan_kernel(flat, count):
+    i, step, n = uint64(cuda.grid(1)), uint64(cuda.gridsize(1)), uint64(flat.size)
+    mine = 0
+    while i < n:
+        if flat[i] != flat[i]:
+            mine += 1
+        i += step
+    if mine:
+        cuda.atomic.add(count, 0, mine)
+
+
+def count_nan(array) -> int:
+    """NaN elements of a float32 device array (poisoned outputs a kernel never wrote)."""
+    count = cuda.to_device(np.zeros(1, np.int64))
+    flat = array.reshape(array.size)
+    _count_nan_kernel[grid_stride_blocks(max(1, flat.size)), THREADS_PER_BLOCK](flat, count)
+    return int(count.copy_to_host()[0])

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import ceilings, gemm, roofline
+from . import ceilings, coalescing, gemm, littles_law, reduce, roofline
 
-LESSONS: dict[str, ModuleType] = {roofline.NAME: roofline, gemm.NAME: gemm}
+LESSONS: dict[str, ModuleType] = {
+    module.NAME: module for module in (roofline, littles_law, coalescing, reduce, gemm)
+}
 EXPERIMENTS: dict[str, ModuleType] = {ceilings.NAME: ceilings, **LESSONS}
 
 

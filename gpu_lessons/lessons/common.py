@@ -19,9 +19,9 @@ GPU_LESSONS = "gpu_lessons"
 
 
 def timed_row(lesson, variant, launch, *, size, bytes_moved, flops, provider=GPU_LESSONS,
-              param=math.nan, input_sets=1) -> dict:
-    """Time ``launch(k)`` and return one row of the tidy table."""
-    timing = bench.measure(launch, input_sets=input_sets)
+              param=math.nan, input_sets=1, runs: int | None = None) -> dict:
+    """Time ``launch(k)`` and return one row of the tidy table (``runs``: fewer for slow kernels)."""
+    timing = bench.measure(launch, input_sets=input_sets, **({"runs": runs} if runs else {}))
     return {
         "lesson": lesson, "variant": variant, "provider": provider, "size": int(size),
         "param": float(param), "bytes": int(bytes_moved), "flops": int(flops), "runs": timing.runs,
@@ -83,7 +83,20 @@ def measurement_meta(lesson: str, live: bool) -> dict:
             "git_revision": git_revision(), **observed_clocks()}
     if live:
         meta["live"] = True
+    facts = lesson_facts(lesson)
+    if facts:
+        meta["facts"] = facts
     return meta
+
+
+def lesson_facts(lesson: str) -> dict:
+    """What a lesson's last measure() learned beside its timings (kernel resources, SASS counts,
+    device limits), from its optional ``recorded_facts()``: kept in the meta, for the simulator."""
+    from . import EXPERIMENTS
+
+    module = EXPERIMENTS.get(lesson)
+    facts = getattr(module, "recorded_facts", None)
+    return facts() if facts else {}
 
 
 def check_row(name: str, passed: bool, detail: str) -> dict:

@@ -1,0 +1,133 @@
+"""The occupancy calculator against the driver, for every compiled kernel of the package (run on a GPU).
+
+    GPU_LESSONS_MODE=gpu python benchmarks/occupancy_driver.py --out DIR [pytest args...]
+
+Runs the kernel tests in GPU mode in this process (which compiles the package's kernels; their result
+is the GPU-mode test run), then, for every compiled kernel and a sweep of block sizes and dynamic
+shared-memory sizes (edges included: partial warps, one allocation unit past a boundary, past the
+per-block limit), asks the driver (cuOccupancyMaxActiveBlocksPerMultiprocessor) and
+gpu_lessons.occupancy. Writes DIR/occupancy_driver.csv (one row per case) and
+DIR/occupancy_driver.json (the SM limits and a summary); tests/test_occupancy_driver.py holds the
+recorded table to the calculator on the simulator.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import importlib
+import json
+import pkgutil
+import re
+import sys
+import time
+from pathlib import Path
+
+BLOCKS = (1, 32, 48, 64, 96, 128, 160, 192, 224, 256, 288, 320, 384, 448, 512, 544, 640, 672, 768, 800,
+          896, 992, 1024)
+
+
+def shared_sizes(limits, static: int) -> list[int]:
+    optin = limits.shared_per_block_optin - static
+    two = limits.shared_per_sm // 2 // limits.shared_allocation_unit * limits.shared_allocation_unit
+    sizes = {0, 1, 1000, 8192, 48 * 1024 - 1024 - static, 48 * 1024, 65543, 100_000,
+             two - limits.reserved_shared_per_block - static,
+             two - limits.reserved_shared_per_block - static + 1,
+             optin, optin + 1}
+    return sorted(s for s in sizes if s >= 0)
+
+
+def short_signature(signature) -> str:
+    """(Array(float32, 1, 'C', False, aligned=True), int64) -> (float32[1d], int64)."""
+    return re.sub(r"Array\((\w+), (\d+), '\w+'[^)]*\)", r"\1[\2d]", str(signature))
+
+
+def dispatchers():
+    """Every compiled numba kernel in gpu_lessons' kernel and exercise modules, with its overloads."""
+    from numba.cuda.dispatcher import CUDADispatcher
+
+    import gpu_lessons.exercises
+    import gpu_lessons.kernels
+    from gpu_lessons.kernels import littles_law
+
+    found = {}
+    for package in (gpu_lessons.kernels, gpu_lessons.exercises):
+        for info in pkgutil.iter_modules(package.__path__):
+            module = importlib.import_module(f"{package.__name__}.{info.name}")
+            for name, value in vars(module).items():
+                if isinstance(value, CUDADispatcher):
+                    found[f"{info.name}.{name}"] = value
+    for name, kernel in littles_law.GENERATED.items():
+        found[f"littles_law.{name}"] = kernel
+    return found
+
+
+def compare(out: Path, verbose: bool = True) -> int:
+    """Driver vs calculator for every compiled kernel; writes the table and summary; returns disagreements."""
+    from numba import cuda
+    from numba.cuda.cudadrv.driver import binding, driver
+
+    from gpu_lessons import occupancy as occ
+    from gpu_lessons.checks import InputError
+
+    out.mkdir(parents=True, exist_ok=True)
+    limits = occ.sm_limits()
+    ctx = cuda.current_context()
+    rows, skipped = [], []
+    for name, kernel in dispatchers().items():
+        if not kernel.overloads:
+            skipped.append(name)
+            continue
+        for signature, overload in kernel.overloads.items():
+            cufunc = overload._codelibrary.get_cufunc()
+            regs, static = int(overload.regs_per_thread), int(overload.shared_mem_per_block)
+            local, most = int(overload.local_mem_per_thread), int(overload.max_threads_per_block)
+            attribute = binding.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+            driver.cuKernelSetAttribute(attribute, limits.shared_per_block_optin - static, cufunc.handle,
+                                        cufunc.device.id)
+            for block in BLOCKS:
+                for dynamic in shared_sizes(limits, static):
+                    try:
+                        got = ctx.get_active_blocks_per_multiprocessor(cufunc, block, dynamic)
+                        got = str(int(got[1] if isinstance(got, tuple) else got))
+                    except Exception as error:  # noqa: BLE001 - the driver's refusal is an answer too
+                        got = f"error {type(error).__name__}"
+                    try:
+                        calc = occ.occupancy(block, regs, static + dynamic, limits)
+                        mine, limiter = str(calc.blocks_per_sm), calc.limiter
+                    except InputError as error:
+                        mine, limiter = "refused", str(error).split(":")[0][:60]
+                    agree = mine == got or (mine == "refused" and (got == "0" or got.startswith("error")))
+                    rows.append({"kernel": name, "signature": short_signature(signature), "registers": regs,
+                                 "static_shared": static, "local_bytes": local, "max_threads": most,
+                                 "block": block, "dynamic_shared": dynamic, "driver": got, "calculator": mine,
+                                 "limiter": limiter, "agree": agree})
+    with open(out / "occupancy_driver.csv", "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    bad = [r for r in rows if not r["agree"]]
+    summary = {"sm_limits": limits.as_dict(), "cases": len(rows), "disagreements": len(bad),
+               "kernels": len({(r["kernel"], r["signature"]) for r in rows}), "not_compiled": skipped}
+    (out / "occupancy_driver.json").write_text(json.dumps(summary, indent=2) + "\n")
+    if verbose:
+        print(json.dumps({k: v for k, v in summary.items() if k != "sm_limits"}))
+        for r in bad[:30]:
+            print("DISAGREE", r)
+    return len(bad)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", required=True)
+    args, pytest_args = parser.parse_known_args()
+    import pytest
+
+    started = time.time()
+    status = pytest.main(["-q", "-p", "no:cacheprovider", "-o", "addopts=", *pytest_args])
+    print(f"pytest (GPU mode) exit status {int(status)} in {time.time() - started:.1f}s")
+    return 1 if compare(Path(args.out)) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

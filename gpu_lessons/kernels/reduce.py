@@ -1,0 +1,491 @@
+"""Kernels of lesson 5 (reduce): s = x[0] + x[1] + ... + x[n-1], float32, in teaching order.
+
+1. ``atomic_per_element``    every thread atomically adds its element to one global result
+2. ``tree_interleaved``      shared-memory tree, ``if tid % (2*s) == 0``: a divergent branch
+3. ``tree_strided_index``    the same tree with ``index = 2*s*tid``: no divergence, bank conflicts
+4. ``tree_sequential``       ``if tid < s: sdata[tid] += sdata[tid + s]``: neither
+5. ``tree_first_add``        each thread adds two elements while loading: half the blocks
+6. ``grid_stride``           a grid-stride loop accumulates in registers; one atomic per block
+7. ``warp_shuffle``          the notes' ``reduce_sum``: shuffles inside each warp, then across warps
+8. ``vec4``                  16-byte loads (``load4``), four of them in flight per thread
+9. ``vec4_last_block``       deterministic: per-block partials, the last block to finish adds them
+                             in a fixed order (one launch, same bits every run)
+   ``vec4_two_pass``         deterministic too: the partials summed by a second one-block launch
+
+Kernels 1-8 accumulate into ``out[0]`` with float atomics, so ``out`` must be zeroed before each
+launch: ``launch()`` does it, because a user calling the reduction pays for it too. Host wrappers
+(``reduce_sum``) check their input, accept NumPy or device arrays, and return a float32. Indices
+in the hot loops are unsigned (``uint64``): with signed ones numba emits negative-index
+wraparound code on every access.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numba import cuda, float32, int32, uint64
+
+from ..checks import InputError, require_aligned, require_array, require_contiguous, require_int
+from ..vector import load4
+from .arrays import to_device
+from .launch import resident_blocks
+
+BLOCK = 256  # threads per block for every kernel here (shared arrays need a literal size)
+WARP = 32
+FULL_MASK = 0xFFFFFFFF
+UNROLL = 4  # float4 loads in flight per thread in the vec4 kernels' main loop
+
+# ------------------------------------------------------------------- 1. one atomic per element
+
+
+@cuda.jit
+def atomic_per_element(x, out):
+    i = cuda.grid(1)
+    if i < x.size:
+        cuda.atomic.add(out, 0, x[i])  # n atomics on one address: the L2 serialises them
+
+
+# --------------------------------------------------------------- 2-5. shared-memory trees
+
+
+@cuda.jit
+def tree_interleaved(x, out):
+    """Harris's kernel 1: partial sums at distance s are added by threads with tid % 2s == 0."""
+    sdata = cuda.shared.array(BLOCK, float32)
+    tid = cuda.threadIdx.x
+    i = cuda.grid(1)
+    sdata[tid] = x[i] if i < x.size else float32(0)
+    cuda.syncthreads()
+    s = 1
+    while s < BLOCK:
+        if tid % (2 * s) == 0:  # active threads scattered over every warp: divergent
+            sdata[tid] += sdata[tid + s]
+        cuda.syncthreads()
+        s *= 2
+    if tid == 0:
+        cuda.atomic.add(out, 0, sdata[0])
+
+
+@cuda.jit
+def tree_strided_index(x, out):
+    """Harris's kernel 2: the first threads work (no divergence) on words 2*s*tid: bank conflicts."""
+    sdata = cuda.shared.array(BLOCK, float32)
+    tid = cuda.threadIdx.x
+    i = cuda.grid(1)
+    sdata[tid] = x[i] if i < x.size else float32(0)
+    cuda.syncthreads()
+    s = 1
+    while s < BLOCK:
+        index = 2 * s * tid
+        if index < BLOCK:  # words 0, 2s, 4s...: 2s-way bank conflicts (up to 32)
+            sdata[index] += sdata[index + s]
+        cuda.syncthreads()
+        s *= 2
+    if tid == 0:
+        cuda.atomic.add(out, 0, sdata[0])
+
+
+@cuda.jit
+def tree_sequential(x, out):
+    """Harris's kernel 3: the first s threads add word tid + s: consecutive words, no conflict."""
+    sdata = cuda.shared.array(BLOCK, float32)
+    tid = cuda.threadIdx.x
+    i = cuda.grid(1)
+    sdata[tid] = x[i] if i < x.size else float32(0)
+    cuda.syncthreads()
+    s = BLOCK // 2
+    while s > 0:
+        if tid < s:
+            sdata[tid] += sdata[tid + s]
+        cuda.syncthreads()
+        s //= 2
+    if tid == 0:
+        cuda.atomic.add(out, 0, sdata[0])
+
+
+@cuda.jit
+def tree_first_add(x, out):
+    """Harris's kernel 4: a block covers 2 x BLOCK elements, the first add done while loading."""
+    sdata = cuda.shared.array(BLOCK, float32)
+    tid = cuda.threadIdx.x
+    i = cuda.blockIdx.x * (2 * BLOCK) + tid
+    value = float32(0)
+    if i < x.size:
+        value = x[i]
+    if i + BLOCK < x.size:
+        value += x[i + BLOCK]
+    sdata[tid] = value
+    cuda.syncthreads()
+    s = BLOCK // 2
+    while s > 0:
+        if tid < s:
+            sdata[tid] += sdata[tid + s]
+        cuda.syncthreads()
+        s //= 2
+    if tid == 0:
+        cuda.atomic.add(out, 0, sdata[0])
+
+
+# ------------------------------------------------------ 6. grid-stride accumulation in registers
+
+
+@cuda.jit
+def grid_stride(x, out):
+    """A fixed grid walks the array; each thread keeps its running sum in a register."""
+    sdata = cuda.shared.array(BLOCK, float32)
+    tid = cuda.threadIdx.x
+    n = uint64(x.size)
+    width = uint64(BLOCK)
+    i = uint64(cuda.blockIdx.x) * uint64(2 * BLOCK) + uint64(tid)
+    stride = uint64(2 * BLOCK) * uint64(cuda.gridDim.x)
+    value = float32(0)
+    while i < n:
+        value += x[i]
+        if i + width < n:
+            value += x[i + width]
+        i += stride
+    sdata[tid] = value
+    cuda.syncthreads()
+    s = BLOCK // 2
+    while s > 0:
+        if tid < s:
+            sdata[tid] += sdata[tid + s]
+        cuda.syncthreads()
+        s //= 2
+    if tid == 0:
+        cuda.atomic.add(out, 0, sdata[0])
+
+
+# ------------------------------------------------------------------------- 7. warp shuffles
+
+
+@cuda.jit(device=True)
+def warp_reduce_sum(value):
+    """The notes' warp_reduce_sum: after 16, 8, 4, 2, 1, lane 0 holds the warp's sum."""
+    offset = 16
+    while offset > 0:
+        value += cuda.shfl_down_sync(FULL_MASK, value, offset)
+        offset //= 2
+    return value
+
+
+@cuda.jit(device=True)
+def block_reduce_sum(value, warp_sums):
+    """Two levels: each warp's sum to shared memory, then the first warp sums those (thread 0)."""
+    tid = cuda.threadIdx.x
+    value = warp_reduce_sum(value)
+    if tid % WARP == 0:
+        warp_sums[tid // WARP] = value
+    cuda.syncthreads()
+    warp_count = (cuda.blockDim.x + WARP - 1) // WARP
+    value = warp_sums[tid] if tid < warp_count else float32(0)
+    if tid < WARP:
+        value = warp_reduce_sum(value)
+    return value
+
+
+@cuda.jit
+def warp_shuffle(x, out):
+    """The notes' reduce_sum: two elements per grid-stride step, shuffles at both levels."""
+    warp_sums = cuda.shared.array(WARP, float32)
+    tid = cuda.threadIdx.x
+    n = uint64(x.size)
+    width = uint64(cuda.blockDim.x)
+    i = uint64(cuda.blockIdx.x) * width * uint64(2) + uint64(tid)
+    stride = width * uint64(2) * uint64(cuda.gridDim.x)
+    value = float32(0)
+    while i < n:
+        value += x[i]
+        if i + width < n:
+            value += x[i + width]
+        i += stride
+    value = block_reduce_sum(value, warp_sums)
+    if tid == 0:
+        cuda.atomic.add(out, 0, value)
+
+
+# ------------------------------------------------------------------ 8. 16-byte loads in flight
+
+
+@cuda.jit(device=True)
+def vec4_thread_sum(x):
+    """This thread's share of x, with 16-byte loads issued four at a time before any add.
+
+    Thread t reads float4 groups t, t + T, t + 2T... (T threads in the grid), so each warp-wide
+    load4 covers 512 consecutive bytes. After the full rounds, at most three float4 are left for
+    this thread: they are loaded together too (one memory round trip, not three), then the
+    n % 4 elements after the last float4."""
+    n = uint64(x.size)
+    groups = n // uint64(4)
+    threads = uint64(cuda.gridsize(1))
+    t = uint64(cuda.grid(1))
+    two, three = threads + threads, threads + threads + threads
+    step = three + threads  # UNROLL x threads
+    a0 = a1 = a2 = a3 = float32(0)
+    g = t
+    while g + three < groups:  # full rounds: 64 bytes in flight per thread
+        p0, p1, p2, p3 = load4(x, g)
+        q0, q1, q2, q3 = load4(x, g + threads)
+        r0, r1, r2, r3 = load4(x, g + two)
+        s0, s1, s2, s3 = load4(x, g + three)
+        a0 += (p0 + q0) + (r0 + s0)
+        a1 += (p1 + q1) + (r1 + s1)
+        a2 += (p2 + q2) + (r2 + s2)
+        a3 += (p3 + q3) + (r3 + s3)
+        g += step
+    p0 = p1 = p2 = p3 = q0 = q1 = q2 = q3 = r0 = r1 = r2 = r3 = float32(0)
+    if g < groups:  # the last, partial round: up to three float4, all in flight at once
+        p0, p1, p2, p3 = load4(x, g)
+    if g + threads < groups:
+        q0, q1, q2, q3 = load4(x, g + threads)
+    if g + two < groups:
+        r0, r1, r2, r3 = load4(x, g + two)
+    a0 += (p0 + q0) + r0
+    a1 += (p1 + q1) + r1
+    a2 += (p2 + q2) + r2
+    a3 += (p3 + q3) + r3
+    tail = groups * uint64(4) + t  # the n % 4 elements after the last float4
+    if tail < n:
+        a0 += x[tail]
+    return (a0 + a1) + (a2 + a3)
+
+
+@cuda.jit
+def vec4(x, out):
+    warp_sums = cuda.shared.array(WARP, float32)
+    value = block_reduce_sum(vec4_thread_sum(x), warp_sums)
+    if cuda.threadIdx.x == 0:
+        cuda.atomic.add(out, 0, value)
+
+
+# -------------------------------------------------------------------- 9. deterministic variants
+
+
+@cuda.jit(device=True)
+def fixed_order_sum(partials, count):
+    """Sum partials[0:count] in an order that depends only on count (one block). Each thread
+    loads four partials at a time (one round trip per four, as in vec4_thread_sum)."""
+    warp_sums = cuda.shared.array(WARP, float32)
+    width = cuda.blockDim.x
+    b = cuda.threadIdx.x
+    value = float32(0)
+    while b + 3 * width < count:
+        v0, v1, v2, v3 = partials[b], partials[b + width], partials[b + 2 * width], partials[b + 3 * width]
+        value += (v0 + v1) + (v2 + v3)
+        b += 4 * width
+    v0 = v1 = v2 = float32(0)
+    if b < count:
+        v0 = partials[b]
+    if b + width < count:
+        v1 = partials[b + width]
+    if b + 2 * width < count:
+        v2 = partials[b + 2 * width]
+    value += (v0 + v1) + v2
+    return block_reduce_sum(value, warp_sums)
+
+
+@cuda.jit
+def vec4_last_block(x, partials, counter, out):
+    """Each block writes its partial sum; the last block to finish (an atomic ticket) adds them.
+
+    The fences order the partial's store before the ticket (writer) and the ticket before the
+    loads of the partials (last block). The last block resets the counter for the next launch.
+    """
+    warp_sums = cuda.shared.array(WARP, float32)
+    is_last = cuda.shared.array(1, int32)
+    tid = cuda.threadIdx.x
+    value = block_reduce_sum(vec4_thread_sum(x), warp_sums)
+    if cuda.gridDim.x == 1:  # one block (a small input): its sum is the result, no ticket needed
+        if tid == 0:
+            out[0] = value
+        return
+    if tid == 0:
+        partials[cuda.blockIdx.x] = value
+        cuda.threadfence()
+        ticket = cuda.atomic.add(counter, 0, 1)
+        is_last[0] = 1 if ticket == cuda.gridDim.x - 1 else 0
+    cuda.syncthreads()
+    if is_last[0] == 1:
+        cuda.threadfence()
+        total = fixed_order_sum(partials, cuda.gridDim.x)
+        if tid == 0:
+            out[0] = total
+            counter[0] = 0
+
+
+@cuda.jit
+def vec4_partials(x, partials):
+    warp_sums = cuda.shared.array(WARP, float32)
+    value = block_reduce_sum(vec4_thread_sum(x), warp_sums)
+    if cuda.threadIdx.x == 0:
+        partials[cuda.blockIdx.x] = value
+
+
+@cuda.jit
+def sum_partials(partials, count, out):
+    total = fixed_order_sum(partials, count)
+    if cuda.threadIdx.x == 0:
+        out[0] = total
+
+
+# ---------------------------------------------------------------------- variants and launches
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    step: str  # what changed, for the table
+    grid_stride: bool  # a fixed grid walks the array (the grid size is a parameter)
+    atomic: bool  # accumulates into out[0] with float atomics: zeroed first, bits may vary
+    vector: bool  # 16-byte loads: the input must be 16-byte aligned
+    elements_per_thread: int = 1  # without grid stride: elements one thread covers
+
+
+VARIANTS = [
+    Variant("atomic_per_element", "one global atomic per element", False, True, False),
+    Variant("tree_interleaved", "shared tree, tid % 2s (divergent)", False, True, False),
+    Variant("tree_strided_index", "shared tree, index 2*s*tid (bank conflicts)", False, True, False),
+    Variant("tree_sequential", "shared tree, sequential addressing", False, True, False),
+    Variant("tree_first_add", "first add during load", False, True, False, 2),
+    Variant("grid_stride", "grid-stride sums in registers, 1 atomic/block", True, True, False),
+    Variant("warp_shuffle", "warp shuffles at both levels", True, True, False),
+    Variant("vec4", "16-byte loads, 4 in flight per thread", True, True, True),
+    Variant("vec4_last_block", "deterministic: last block sums the partials", True, False, True),
+    Variant("vec4_two_pass", "deterministic: second launch sums the partials", True, False, True),
+]
+BY_NAME = {v.name: v for v in VARIANTS}
+PROGRESSION = [v.name for v in VARIANTS[:8]]  # the teaching steps; then the deterministic ones
+DETERMINISTIC = ["vec4_last_block", "vec4_two_pass"]
+KERNELS = {
+    "atomic_per_element": atomic_per_element, "tree_interleaved": tree_interleaved,
+    "tree_strided_index": tree_strided_index, "tree_sequential": tree_sequential,
+    "tree_first_add": tree_first_add, "grid_stride": grid_stride, "warp_shuffle": warp_shuffle,
+    "vec4": vec4, "vec4_last_block": vec4_last_block, "vec4_two_pass": vec4_partials,
+}
+
+
+def variant(name: str) -> Variant:
+    if name not in BY_NAME:
+        raise InputError(f"unknown reduce variant {name!r}; choose one of: {', '.join(BY_NAME)}")
+    return BY_NAME[name]
+
+
+def elements_per_block_step(name: str) -> int:
+    """Elements a block consumes per grid-stride step (or in all, without grid stride)."""
+    v = variant(name)
+    if v.vector:
+        return BLOCK * 4 * UNROLL
+    if v.grid_stride:
+        return 2 * BLOCK
+    return BLOCK * v.elements_per_thread
+
+
+def blocks_for(name: str, n: int, blocks: int | None = None) -> int:
+    """The grid: one thread per element(s) without grid stride; with it, `blocks` (default: the
+    resident blocks that fill the device) but no more than the array needs."""
+    needed = max(1, -(-n // elements_per_block_step(name)))
+    if not variant(name).grid_stride:
+        return needed
+    return min(needed, blocks or resident_blocks())
+
+
+class Workspace:
+    """What one variant needs besides x: the result, and for the deterministic ones the
+    per-block partials and the last block's counter (allocated once, reused by every launch)."""
+
+    def __init__(self, name: str, max_blocks: int):
+        self.variant = variant(name)
+        self.out = cuda.device_array(1, np.float32)
+        self.partials = cuda.device_array(max(1, max_blocks), np.float32)
+        self.counter = cuda.to_device(np.zeros(1, np.int32))
+
+
+def zero(out) -> None:
+    """out[0] = 0 before an atomic reduction (a memset on a GPU: what any caller must pay)."""
+    if isinstance(out, np.ndarray):
+        out[...] = 0
+    elif hasattr(out, "_ary"):  # a simulator device array
+        out._ary[...] = 0
+    else:
+        # cuMemsetD8Async on the default stream: queued behind the last kernel, host not blocked
+        cuda.cudadrv.driver.device_memset(out, 0, out.nbytes, stream=cuda.default_stream())
+
+
+def launch(name: str, x, work: Workspace, blocks: int | None = None) -> None:
+    """One reduction of device array x into work.out[0] (zeroing it first for atomic kernels)."""
+    v = work.variant
+    grid = blocks_for(name, x.size, blocks)
+    if grid > work.partials.size and not v.atomic:
+        raise InputError(f"{grid} blocks need {grid} partials; the workspace has {work.partials.size}")
+    kernel = KERNELS[name]
+    if v.atomic:
+        zero(work.out)
+        kernel[grid, BLOCK](x, work.out)
+    elif name == "vec4_last_block":
+        kernel[grid, BLOCK](x, work.partials, work.counter, work.out)
+    else:
+        kernel[grid, BLOCK](x, work.partials)
+        sum_partials[1, BLOCK](work.partials, np.int32(grid), work.out)
+
+
+def reduce_sum(x, name: str = "vec4_last_block", blocks: int | None = None) -> np.float32:
+    """Sum a 1-D float32 array (NumPy or device) with one of the kernels; returns a float32.
+
+    Length 0 gives 0.0, as numpy.sum does; NaN and inf propagate as in NumPy.
+    """
+    v = variant(name)
+    require_array(x, "x", dtype=np.float32, ndim=1)
+    require_contiguous(x, "x")
+    if v.vector:
+        require_aligned(x, "x", 16)
+    if blocks is not None:
+        require_int(blocks, "blocks", 1, 2**31 - 1)
+    device_x = to_device(x, "x")
+    work = Workspace(name, blocks_for(name, x.shape[0], blocks))
+    launch(name, device_x, work, blocks)
+    return np.float32(work.out.copy_to_host()[0])
+
+
+# ------------------------------------------------------------------------- floating point
+
+
+UNIT_ROUNDOFF = 2.0**-24  # float32: round to nearest, 24-bit significand
+
+
+def addition_depth(name: str, n: int, blocks: int | None = None) -> int:
+    """The most roundings any element's contribution can go through in this variant's order of
+    additions (the depth of its addition tree): per-thread chain + block tree + block merge."""
+    if n <= 1:
+        return 0
+    grid = blocks_for(name, n, blocks)
+    log_block = int(math.log2(BLOCK))
+    if name == "atomic_per_element":
+        return n  # one chain through every element, in whatever order the atomics land
+    v = variant(name)
+    if not v.grid_stride:
+        chain = v.elements_per_thread  # the add during the load
+    elif v.vector:
+        rounds = -(-n // (grid * BLOCK * 4))  # float4 groups one lane of a thread sees
+        chain = rounds + 2 + 2  # (p + q) + (r + s) into the lane, then the 4 lanes + the tail
+    else:
+        chain = -(-n // (grid * BLOCK))  # elements one thread adds
+    merge = grid if v.atomic else -(-grid // BLOCK) + 2 + log_block  # atomics: a chain of blocks
+    return chain + log_block + merge
+
+
+def error_bound(x: np.ndarray, name: str, blocks: int | None = None) -> float:
+    """Worst-case |float32 sum - exact sum| for this variant: gamma_d * sum|x| (Higham, 4.3),
+    d = addition_depth, gamma_d = d u / (1 - d u). Tests use it as their tolerance."""
+    return gamma(addition_depth(name, int(np.size(x)), blocks)) * float(
+        np.sum(np.abs(np.asarray(x, dtype=np.float64))))
+
+
+def gamma(depth: int) -> float:
+    """gamma_d = d u / (1 - d u); infinite once d u >= 1 (2^24 additions in a chain): from there
+    on a float32 chain can lose everything (a running sum of 2^24 stops growing when each new
+    element is below 1)."""
+    du = depth * UNIT_ROUNDOFF
+    return du / (1 - du) if du < 1 else math.inf
+
