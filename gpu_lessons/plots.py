@@ -840,6 +840,6 @@ def gemm_progression(
     ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.0f}%"))
     ax.tick_params(axis="y", length=0)
     fig = _finish(fig, ax, title, f"% of {reference_label} (GFLOP/s)", "", provenance,
-                  legend_loc="lower right")
+                  legend_loc="upper right")  # the first steps' bars are short: room at the top
     ax.grid(False, axis="y")
     return fig

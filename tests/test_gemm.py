@@ -178,7 +178,7 @@ def test_tables_read_the_tidy_table():
     goals = lesson.targets(table)
     assert list(goals.index) == list(lesson.TARGETS) and goals["met"].dtype == bool
     points = lesson.roofline_points(table)
-    assert set(points["label"]) == set(STEP_NAMES) | {"cuBLAS"}
+    assert set(points["label"]) == set(lesson.ROOFLINE_STEPS) | {"cuBLAS"}
 
 
 def test_figures_draw_from_a_table():

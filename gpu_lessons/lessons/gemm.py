@@ -297,11 +297,16 @@ def targets(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("shape")
 
 
-def roofline_points(table: pd.DataFrame, shape: str = "4096^3") -> pd.DataFrame:
-    """Each step at one shape (the slow ones at 2048^3), x = the notes' intensity of its tiling."""
+# On the roofline: one point per tiling (the 128x128 steps between these sit on the same vertical)
+ROOFLINE_STEPS = ("naive_uncoalesced", "naive", "shared_tiled", "register_1d", "register_2d",
+                  "register_2d_uint64", "register_cap")
+
+
+def roofline_points(table: pd.DataFrame, shape: str = "4096^3", names=ROOFLINE_STEPS) -> pd.DataFrame:
+    """Steps at one shape (the slow ones at 2048^3), x = the notes' intensity of their tiling."""
     t = with_shapes(table)
     points = []
-    for step in steps.STEPS:
+    for step in (steps.step(name) for name in names):
         where = shape if shape in shapes_for(step.name) else "2048^3"
         row = t[(t["variant"] == step.name) & (t["shape"] == where)]
         if row.empty:
