@@ -163,7 +163,7 @@ else:
 
 
 # ---------------------------------------------------------------------------------------------
-# 16-byte shared-memory access (lesson 4): ``ld.shared.v4.f32`` / ``st.shared.v4.f32`` (SASS
+# 16-byte shared-memory access (lessons 4 and 6): ``ld.shared.v4.f32`` / ``st.shared.v4.f32`` (SASS
 # ``LDS.128`` / ``STS.128``). numba hands a kernel its ``cuda.shared.array`` through a generic
 # pointer; these cast it back to the shared address space (3) so that the access is a shared one.
 # Same contract as load4/store4: a 1-D float32 shared array, index i counts float4 groups.

@@ -1,5 +1,7 @@
 """GEMM kernels (lesson 6), C = A @ B in float32, row-major.
 
+0. ``gemm_naive_uncoalesced``  one thread per output, but threadIdx.x walks the ROWS of C: the 32
+   lanes of a warp read 32 different rows of A (32 sectors per load) and write 32 rows of C.
 1. ``gemm_naive``  one thread per output; threadIdx.x walks the columns of C, so a warp reads one
    row element of A (broadcast) and 32 neighbouring elements of B (coalesced) per step.
 """
@@ -9,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, float32
 
-from ..checks import InputError, require_array
+from ..checks import InputError, require_array, require_contiguous
 
 NAIVE_BLOCK = (32, 8)
 
@@ -24,15 +26,32 @@ def gemm_naive(a, b, c):
         c[row, col] = acc
 
 
+@cuda.jit
+def gemm_naive_uncoalesced(a, b, c):
+    row, col = cuda.grid(2)  # the same code with x and y swapped: lanes now differ in row
+    if row < c.shape[0] and col < c.shape[1]:
+        acc = float32(0)
+        for k in range(a.shape[1]):
+            acc = cuda.fma(a[row, k], b[k, col], acc)
+        c[row, col] = acc
+
+
+def gemm_naive_uncoalesced_launch(a, b, c) -> None:
+    grid = (-(-c.shape[0] // NAIVE_BLOCK[0]), -(-c.shape[1] // NAIVE_BLOCK[1]))
+    gemm_naive_uncoalesced[grid, NAIVE_BLOCK](a, b, c)
+
+
 def gemm_naive_launch(a, b, c) -> None:
     grid = (-(-c.shape[1] // NAIVE_BLOCK[0]), -(-c.shape[0] // NAIVE_BLOCK[1]))
     gemm_naive[grid, NAIVE_BLOCK](a, b, c)
 
 
 def check_gemm_operands(a, b):
-    """float32 2-D operands with matching inner dimensions; returns the output shape."""
+    """float32, 2-D, C-contiguous operands with matching inner dimensions; returns the output shape."""
     require_array(a, "a", dtype=np.float32, ndim=2)
     require_array(b, "b", dtype=np.float32, ndim=2)
+    require_contiguous(a, "a")
+    require_contiguous(b, "b")
     if a.shape[1] != b.shape[0]:
         raise InputError(f"shape mismatch: a is {tuple(a.shape)}, b is {tuple(b.shape)}; "
                          "a's columns must equal b's rows")

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import bank_conflicts, ceilings, coalescing, littles_law, reduce, roofline
+from . import bank_conflicts, ceilings, coalescing, gemm, littles_law, reduce, roofline
 
 LESSONS: dict[str, ModuleType] = {
-    module.NAME: module for module in (roofline, littles_law, coalescing, bank_conflicts, reduce)
+    module.NAME: module for module in (roofline, littles_law, coalescing, bank_conflicts, reduce, gemm)
 }
 EXPERIMENTS: dict[str, ModuleType] = {ceilings.NAME: ceilings, **LESSONS}
 

@@ -1,0 +1,337 @@
+"""A small code generator for the fast GEMM kernels (lesson 6, steps 7-12).
+
+NVVM does not unroll a k-loop whose body holds 64 FMAs and 16-byte loads, and numba has no
+``#pragma unroll``: so we write the unrolled body with Python. ``kernel_source(tile)`` returns the
+source of one kernel, printed in the notebook; ``build(tile)`` compiles it. Every switch of
+``Tile`` is one step of the lesson:
+
+* ``vector``        16-byte global loads (``load4``; needs K and N multiples of 4, 16-byte aligned
+                    rows) and 16-byte shared loads (``load4_shared``); A's tile is stored transposed
+                    (k-major) so a thread's TM values of A are adjacent. Without it: coalesced 4-byte
+                    loads, for any shape.
+* ``unroll``        the k-loop of a tile written out BK times (else a rolled ``for kk``).
+* ``lanes_m``       0: each thread owns a contiguous TM x TN block; else a warp is a lanes_m x
+                    (32 / lanes_m) grid of threads whose 4-wide pieces are interleaved, so a warp's
+                    16-byte shared reads hit consecutive addresses (no bank conflicts). lanes_m = 2
+                    with 16 threads across is the plain conflict-free layout; 4 x 8 is warp tiling.
+* ``pad``           extra floats per row of the transposed A tile (the transposing stores stop
+                    colliding in one bank).
+* ``double_buffer`` two shared buffers: the next tile's global loads are issued before the current
+                    tile's FMAs, and stored after them; one barrier per tile instead of two.
+* ``group_m``       0: block (x, y) computes tile (y, x). Else blocks are renumbered so that each
+                    group of ``group_m`` tile rows is swept column by column: blocks running at the
+                    same time share panels of A and B in the L2 cache (as Triton's matmul tutorial).
+* ``split_prefetch`` with double buffering: the next tile of A is loaded during the first half of
+                    the k-steps and B's during the second, so half as many registers hold loads in flight.
+* ``max_registers`` the register cap handed to the compiler (None: no cap); ``min_blocks`` asks
+                    for launch bounds instead (``threads`` per block, at least this many blocks per SM).
+
+All indices are uint64 (the signed-index trap of step 6) and every constant is wrapped in ``U(...)``
+so that no signed integer enters the arithmetic (uint64 + int64 is float64 in numba). Edges: loads
+outside the matrix read zeros, stores are guarded, so any M, N, K >= 1 works without padding.
+"""
+
+from __future__ import annotations
+
+import linecache
+from dataclasses import dataclass, replace
+
+import numpy as np
+from numba import cuda, float32, uint64
+
+from .. import vector
+from ..checks import InputError
+from .arrays import is_device_array, returned, to_device
+from .gemm import check_gemm_operands
+
+
+@dataclass(frozen=True)
+class Tile:
+    bm: int = 128
+    bn: int = 128
+    bk: int = 8
+    tm: int = 8
+    tn: int = 8
+    vector: bool = True
+    unroll: bool = True
+    lanes_m: int = 2
+    pad: int = 4
+    double_buffer: bool = True
+    max_registers: int | None = 128
+    min_blocks: int | None = None
+    group_m: int = 0
+    split_prefetch: bool = False
+
+    @property
+    def threads(self) -> int:
+        return (self.bm // self.tm) * (self.bn // self.tn)
+
+    def scalar(self) -> Tile:
+        """The same tile with 4-byte global loads (for shapes whose rows are not 16-byte aligned)."""
+        return replace(self, vector=False)
+
+    def validate(self) -> None:
+        if self.tm % 4 or self.tn % 4 or self.bm % self.tm or self.bn % self.tn:
+            raise InputError(f"tm, tn must be multiples of 4 dividing bm, bn: {self}")
+        if self.threads % 32 or self.threads > 1024:
+            raise InputError(f"{self.threads} threads: need whole warps, at most 1024")
+        if self.split_prefetch and not (self.double_buffer and self.unroll and self.bk % 2 == 0):
+            raise InputError("split_prefetch needs double_buffer, unroll and an even bk")
+        if self.pad % 4:
+            raise InputError("pad must keep rows 16-byte aligned (a multiple of 4 floats)")
+        if self.lanes_m:
+            lanes_n = 32 // self.lanes_m
+            if 32 % self.lanes_m or (self.bn // self.tn) % lanes_n or (self.bm // self.tm) % self.lanes_m:
+                raise InputError(f"a {self.lanes_m} x {lanes_n} warp does not tile {self}")
+        width = 4 if self.vector else 1
+        for floats in (self.bm * self.bk, self.bk * self.bn):
+            pieces = floats // width
+            if pieces % self.threads and self.threads % pieces:
+                raise InputError(f"{self}: {pieces} loads of a tile do not spread evenly over the threads")
+
+
+def _u(value: int) -> str:
+    return f"U({value})"
+
+
+def kernel_source(t: Tile, name: str = "gemm_generated") -> str:
+    """The kernel's Python source, every loop over the micro-tile and over BK written out."""
+    t.validate()
+    lda, ldb = t.bm + t.pad, t.bn  # row lengths of the (k-major) shared tiles
+    a_buf, b_buf = t.bk * lda, t.bk * ldb
+    bufs = 2 if t.double_buffer else 1
+    groups_m, groups_n = t.tm // 4, t.tn // 4
+    lines: list[str] = []
+
+    def emit(text: str, indent: int = 1) -> None:
+        lines.append("    " * indent + text)
+
+    lines.append(f"def {name}(a, b, c, m, n, k):")
+    emit(f"a_s = cuda.shared.array({bufs * a_buf}, float32)  # A tile, k-major: a_s[kk * {lda} + row]")
+    emit(f"b_s = cuda.shared.array({bufs * b_buf}, float32)  # B tile: b_s[kk * {ldb} + col]")
+    emit("tid = U(cuda.threadIdx.x)")
+    if t.group_m:
+        emit("# blocks renumbered: groups of tile rows swept column by column (L2 reuse)")
+        emit("tiles_n = U(cuda.gridDim.x)")
+        emit("pid = U(cuda.blockIdx.y) * tiles_n + U(cuda.blockIdx.x)")
+        emit(f"first = pid // ({_u(t.group_m)} * tiles_n) * {_u(t.group_m)}")
+        emit(f"rows = min(U(cuda.gridDim.y) - first, {_u(t.group_m)})")
+        emit("m0 = (first + pid % rows) * " + _u(t.bm))
+        emit(f"n0 = pid % ({_u(t.group_m)} * tiles_n) // rows * {_u(t.bn)}")
+    else:
+        emit(f"m0 = U(cuda.blockIdx.y) * {_u(t.bm)}")
+        emit(f"n0 = U(cuda.blockIdx.x) * {_u(t.bn)}")
+    emit("# this thread's outputs: rows r{g} .. r{g}+3 and columns c{h} .. c{h}+3 of the block tile")
+    if t.lanes_m:
+        lanes_n = 32 // t.lanes_m
+        warps_n = (t.bn // t.tn) // lanes_n
+        emit(f"warp, lane = tid // {_u(32)}, tid % {_u(32)}")
+        emit(f"wm, wn = warp // {_u(warps_n)}, warp % {_u(warps_n)}")
+        emit(f"lm, ln = lane // {_u(lanes_n)}, lane % {_u(lanes_n)}")
+        for g in range(groups_m):
+            emit(f"r{g} = wm * {_u(t.lanes_m * t.tm)} + {_u(g * t.lanes_m * 4)} + lm * {_u(4)}")
+        for h in range(groups_n):
+            emit(f"c{h} = wn * {_u(lanes_n * t.tn)} + {_u(h * lanes_n * 4)} + ln * {_u(4)}")
+    else:
+        emit(f"ty, tx = tid // {_u(t.bn // t.tn)}, tid % {_u(t.bn // t.tn)}")
+        for g in range(groups_m):
+            emit(f"r{g} = ty * {_u(t.tm)} + {_u(4 * g)}")
+        for h in range(groups_n):
+            emit(f"c{h} = tx * {_u(t.tn)} + {_u(4 * h)}")
+    for i in range(t.tm):
+        emit(" = ".join(f"acc{i}_{j}" for j in range(t.tn)) + " = float32(0)")
+
+    # Which tile elements this thread moves from global to shared memory (when a tile has fewer
+    # pieces than there are threads, the first threads load one piece each and the others none).
+    width = 4 if t.vector else 1
+    pieces_a = max(1, t.bm * t.bk // (width * t.threads))
+    pieces_b = max(1, t.bk * t.bn // (width * t.threads))
+    only_a = "" if t.bm * t.bk >= width * t.threads else f"tid < {_u(t.bm * t.bk // width)} and "
+    only_b = "" if t.bk * t.bn >= width * t.threads else f"tid < {_u(t.bk * t.bn // width)} and "
+    if t.vector:
+        emit("# tile loads: float4 pieces; A's are stored transposed, B's as they are")
+        for p in range(pieces_a):
+            emit(f"ar{p} = (tid + {_u(p * t.threads)}) // {_u(t.bk // 4)}")
+            emit(f"ak{p} = (tid + {_u(p * t.threads)}) % {_u(t.bk // 4)} * {_u(4)}")
+        for p in range(pieces_b):
+            emit(f"bk{p} = (tid + {_u(p * t.threads)}) // {_u(t.bn // 4)}")
+            emit(f"bc{p} = (tid + {_u(p * t.threads)}) % {_u(t.bn // 4)} * {_u(4)}")
+    else:
+        emit("# tile loads: one float per piece, consecutive threads on consecutive addresses")
+        for p in range(pieces_a):
+            emit(f"ar{p} = (tid + {_u(p * t.threads)}) // {_u(t.bk)}")
+            emit(f"ak{p} = (tid + {_u(p * t.threads)}) % {_u(t.bk)}")
+        for p in range(pieces_b):
+            emit(f"bk{p} = (tid + {_u(p * t.threads)}) // {_u(t.bn)}")
+            emit(f"bc{p} = (tid + {_u(p * t.threads)}) % {_u(t.bn)}")
+
+    def load_global(k0: str, indent: int, which: str = "ab") -> None:
+        for p in range(pieces_a if "a" in which else 0):
+            emit(f"if {only_a}m0 + ar{p} < m and {k0} + ak{p} < k:", indent)
+            if t.vector:
+                index = f"((m0 + ar{p}) * k + {k0} + ak{p}) // {_u(4)}"
+                emit(f"xa{p}_0, xa{p}_1, xa{p}_2, xa{p}_3 = load4(a, {index})", indent + 1)
+                emit("else:", indent)
+                emit(f"xa{p}_0 = xa{p}_1 = xa{p}_2 = xa{p}_3 = float32(0)", indent + 1)
+            else:
+                emit(f"xa{p} = a[(m0 + ar{p}) * k + {k0} + ak{p}]", indent + 1)
+                emit("else:", indent)
+                emit(f"xa{p} = float32(0)", indent + 1)
+        for p in range(pieces_b if "b" in which else 0):
+            emit(f"if {only_b}{k0} + bk{p} < k and n0 + bc{p} < n:", indent)
+            if t.vector:
+                index = f"(({k0} + bk{p}) * n + n0 + bc{p}) // {_u(4)}"
+                emit(f"xb{p}_0, xb{p}_1, xb{p}_2, xb{p}_3 = load4(b, {index})", indent + 1)
+                emit("else:", indent)
+                emit(f"xb{p}_0 = xb{p}_1 = xb{p}_2 = xb{p}_3 = float32(0)", indent + 1)
+            else:
+                emit(f"xb{p} = b[({k0} + bk{p}) * n + n0 + bc{p}]", indent + 1)
+                emit("else:", indent)
+                emit(f"xb{p} = float32(0)", indent + 1)
+
+    def store_shared(abase: str, bbase: str, indent: int, which: str = "ab") -> None:
+        outer = indent
+        if only_a and "a" in which:
+            emit(f"if {only_a[:-5]}:", outer)
+            indent = outer + 1
+        for p in range(pieces_a if "a" in which else 0):
+            if t.vector:
+                for j in range(4):
+                    emit(f"a_s[{abase} + (ak{p} + {_u(j)}) * {_u(lda)} + ar{p}] = xa{p}_{j}", indent)
+            else:
+                emit(f"a_s[{abase} + ak{p} * {_u(lda)} + ar{p}] = xa{p}", indent)
+        indent = outer
+        if only_b and "b" in which:
+            emit(f"if {only_b[:-5]}:", outer)
+            indent = outer + 1
+        for p in range(pieces_b if "b" in which else 0):
+            if t.vector:
+                emit(f"store4_shared(b_s, ({bbase} + bk{p} * {_u(ldb)} + bc{p}) // {_u(4)}, "
+                     f"xb{p}_0, xb{p}_1, xb{p}_2, xb{p}_3)", indent)
+            else:
+                emit(f"b_s[{bbase} + bk{p} * {_u(ldb)} + bc{p}] = xb{p}", indent)
+
+    def compute_step(abase: str, bbase: str, kk: str, indent: int) -> None:
+        for g in range(groups_m):
+            names = ", ".join(f"fa{4 * g + i}" for i in range(4))
+            emit(f"{names} = load4_shared(a_s, ({abase} + {kk} * {_u(lda)} + r{g}) // {_u(4)})", indent)
+        for h in range(groups_n):
+            names = ", ".join(f"fb{4 * h + j}" for j in range(4))
+            emit(f"{names} = load4_shared(b_s, ({bbase} + {kk} * {_u(ldb)} + c{h}) // {_u(4)})", indent)
+        for i in range(t.tm):
+            for j in range(t.tn):
+                emit(f"acc{i}_{j} = cuda.fma(fa{i}, fb{j}, acc{i}_{j})", indent)
+
+    def compute(abase: str, bbase: str, indent: int, steps: range | None = None) -> None:
+        if t.unroll:
+            for kk in steps or range(t.bk):
+                compute_step(abase, bbase, _u(kk), indent)
+        else:
+            emit(f"for kk in range({_u(t.bk)}):", indent)
+            compute_step(abase, bbase, "kk", indent + 1)
+
+    emit(f"tiles = (k + {_u(t.bk - 1)}) // {_u(t.bk)}")
+    if t.double_buffer:
+        emit("# prologue: tile 0 into buffer 0")
+        load_global(_u(0), 1)
+        store_shared(_u(0), _u(0), 1)
+        emit("cuda.syncthreads()")
+        emit("for tile in range(tiles):")
+        emit(f"cur, nxt = tile % {_u(2)}, (tile + {_u(1)}) % {_u(2)}", 2)
+        emit(f"k0 = (tile + {_u(1)}) * {_u(t.bk)}  # the next tile: its loads fly during the FMAs", 2)
+        cur_a, cur_b = f"cur * {_u(a_buf)}", f"cur * {_u(b_buf)}"
+        nxt_a, nxt_b = f"nxt * {_u(a_buf)}", f"nxt * {_u(b_buf)}"
+        if t.split_prefetch:  # A's next tile during the first half of the k-steps, B's during the second
+            half = t.bk // 2
+            load_global("k0", 2, "a")
+            compute(cur_a, cur_b, 2, range(half))
+            store_shared(nxt_a, nxt_b, 2, "a")
+            load_global("k0", 2, "b")
+            compute(cur_a, cur_b, 2, range(half, t.bk))
+            store_shared(nxt_a, nxt_b, 2, "b")
+        else:
+            load_global("k0", 2)
+            compute(cur_a, cur_b, 2)
+            store_shared(nxt_a, nxt_b, 2)
+        emit("cuda.syncthreads()", 2)
+    else:
+        emit("for tile in range(tiles):")
+        emit(f"k0 = tile * {_u(t.bk)}", 2)
+        load_global("k0", 2)
+        store_shared(_u(0), _u(0), 2)
+        emit("cuda.syncthreads()  # the tile is complete", 2)
+        compute(_u(0), _u(0), 2)
+        emit("cuda.syncthreads()  # everyone is done with it", 2)
+
+    emit("# write the micro-tile, guarded at the matrix edges")
+    for g in range(groups_m):
+        for i in range(4):
+            row = 4 * g + i
+            emit(f"row = m0 + r{g} + {_u(i)}")
+            emit("if row < m:")
+            for h in range(groups_n):
+                accs = ", ".join(f"acc{row}_{4 * h + j}" for j in range(4))
+                if t.vector:
+                    emit(f"if n0 + c{h} < n:", 2)
+                    emit(f"store4(c, (row * n + n0 + c{h}) // {_u(4)}, {accs})", 3)
+                else:
+                    for j in range(4):
+                        emit(f"if n0 + c{h} + {_u(j)} < n:", 2)
+                        emit(f"c[row * n + n0 + c{h} + {_u(j)}] = acc{row}_{4 * h + j}", 3)
+    return "\n".join(lines) + "\n"
+
+
+_BUILT: dict = {}
+
+
+def python_kernel(t: Tile, name: str = "gemm_generated"):
+    """The generated function, not yet compiled (the simulator runs it as it is)."""
+    namespace = {"cuda": cuda, "float32": float32, "U": uint64, "load4": vector.load4,
+                 "store4": vector.store4, "load4_shared": vector.load4_shared,
+                 "store4_shared": vector.store4_shared}
+    source = kernel_source(t, name)
+    filename = f"<gemm_codegen {name} {t}>"
+    # linecache lets inspect.getsource (and the traffic tracer's array names) read generated code
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - our own source
+    return namespace[name]
+
+
+def build(t: Tile):
+    """The compiled kernel for a tile (cached: a big unrolled kernel takes seconds in NVVM)."""
+    if t not in _BUILT:
+        options = {}
+        if t.max_registers and not vector.SIMULATED:
+            options["max_registers"] = t.max_registers
+        if t.min_blocks and not vector.SIMULATED:
+            options["launch_bounds"] = (t.threads, t.min_blocks)
+        _BUILT[t] = cuda.jit(**options)(python_kernel(t))
+    return _BUILT[t]
+
+
+def vector_ok(a, b, c, k: int, n: int) -> bool:
+    """16-byte loads need rows that start on 16-byte boundaries: K and N multiples of 4, aligned bases."""
+    from ..checks import _pointer
+
+    return k % 4 == 0 and n % 4 == 0 and all(_pointer(x) % 16 == 0 for x in (a, b, c))
+
+
+def launch(t: Tile, a, b, c) -> Tile:
+    """C = A @ B on device arrays; picks the 4-byte-load twin when the shape forbids 16-byte loads.
+    Returns the tile actually used."""
+    m, k = a.shape
+    n = b.shape[1]
+    used = t if (not t.vector or vector_ok(a, b, c, k, n)) else t.scalar()
+    grid = (-(-n // t.bn), -(-m // t.bm))
+    build(used)[grid, used.threads](a.reshape(a.size), b.reshape(b.size), c.reshape(c.size),
+                                    np.uint64(m), np.uint64(n), np.uint64(k))
+    return used
+
+
+def gemm_generated(a, b, t: Tile = Tile()):
+    """C = A @ B with a generated kernel (host or device arrays in, same kind out)."""
+    m, n = check_gemm_operands(a, b)
+    d_a, d_b = to_device(a, "a"), to_device(b, "b")
+    d_c = cuda.device_array((m, n), np.float32)
+    launch(t, d_a, d_b, d_c)
+    return returned(d_c, not (is_device_array(a) and is_device_array(b)))
