@@ -3,6 +3,7 @@
 import pytest
 from test_exercises import exercise_cells, run_cell
 
+import gpu_lessons
 from gpu_lessons.exercises import reduce as ex
 
 cuda = ex.cuda  # numba.cuda as gpu_lessons imported it (the mode is chosen before the import)
@@ -53,6 +54,8 @@ def early_exit(x, out):
 def test_wrong_answers_are_caught():
     assert not ex.check_warp_reduce_sum(half_warp).passed
     result = ex.check_reduce_sum(early_exit)
-    assert not result.passed and "Deadlock" in result.message, result
+    assert not result.passed, result
+    if gpu_lessons.SIMULATED:  # on a GPU the early return does not hang: it only gives a wrong sum
+        assert "Deadlock" in result.message, result
     assert not ex.check_tolerance(lambda x, d: d * 2**-24 * abs(float(x.sum()))).passed  # |sum|, not sum|x|
     assert not ex.check_tolerance(lambda x, d: 1 / 0).passed
