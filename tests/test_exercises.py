@@ -27,6 +27,27 @@ def run_cell(source: str):
     return eval(last.rstrip(";"), namespace)  # noqa: S307
 
 
+def exercise_tests(notebook: str, solutions: list):
+    """The tests every lesson's exercises share, for ``name = exercise_tests(...)`` in its test module:
+    one notebook cell per exercise, each skeleton fails its check, each solution passes it.
+    ``solutions``: (check, solution) pairs; a tuple solution is the check's arguments."""
+
+    def test_notebook_has_one_cell_per_exercise():
+        assert len(exercise_cells(notebook)) == len(solutions)
+
+    @pytest.mark.parametrize("index", range(len(solutions)))
+    def test_skeleton_fails(index):
+        result = run_cell(exercise_cells(notebook)[index])
+        assert result is not None and not result.passed, result
+
+    @pytest.mark.parametrize("check, solution", solutions)
+    def test_solution_passes(check, solution):
+        result = check(*solution) if isinstance(solution, tuple) else check(solution)
+        assert result.passed, result
+
+    return test_notebook_has_one_cell_per_exercise, test_skeleton_fails, test_solution_passes
+
+
 ROOFLINE_SOLUTIONS = [
     (ex.check_saxpy_intensity, ex.solution_saxpy_intensity),
     (ex.check_attainable, ex.solution_attainable),
@@ -34,20 +55,8 @@ ROOFLINE_SOLUTIONS = [
 ]
 
 
-def test_roofline_notebook_has_one_cell_per_exercise():
-    assert len(exercise_cells("01_roofline.ipynb")) == len(ROOFLINE_SOLUTIONS)
-
-
-@pytest.mark.parametrize("index", range(len(ROOFLINE_SOLUTIONS)))
-def test_roofline_skeleton_fails(index):
-    result = run_cell(exercise_cells("01_roofline.ipynb")[index])
-    assert result is not None and not result.passed, result
-
-
-@pytest.mark.parametrize("check, solution", ROOFLINE_SOLUTIONS)
-def test_roofline_solution_passes(check, solution):
-    result = check(solution)
-    assert result.passed, result
+(test_roofline_notebook_has_one_cell_per_exercise, test_roofline_skeleton_fails,
+ test_roofline_solution_passes) = exercise_tests("01_roofline.ipynb", ROOFLINE_SOLUTIONS)
 
 
 def test_wrong_answers_are_caught():

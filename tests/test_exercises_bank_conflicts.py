@@ -1,8 +1,7 @@
 """Lesson 4's exercises: each skeleton, exactly as the notebook has it, fails; each solution passes;
 typical wrong answers are caught."""
 
-import pytest
-from test_exercises import exercise_cells, run_cell
+from test_exercises import exercise_tests
 
 from gpu_lessons.exercises import bank_conflicts as ex
 from gpu_lessons.exercises.bank_conflicts import cuda, numba  # numba after gpu_lessons chose the mode
@@ -16,20 +15,8 @@ SOLUTIONS = [
 ]
 
 
-def test_notebook_has_one_cell_per_exercise():
-    assert len(exercise_cells(NOTEBOOK)) == len(SOLUTIONS)
-
-
-@pytest.mark.parametrize("index", range(len(SOLUTIONS)))
-def test_skeleton_fails(index):
-    result = run_cell(exercise_cells(NOTEBOOK)[index])
-    assert result is not None and not result.passed, result
-
-
-@pytest.mark.parametrize("check, solution", SOLUTIONS)
-def test_solution_passes(check, solution):
-    result = check(solution)
-    assert result.passed, result
+test_notebook_has_one_cell_per_exercise, test_skeleton_fails, test_solution_passes = exercise_tests(
+    NOTEBOOK, SOLUTIONS)
 
 
 def test_the_lessons_own_conflict_free_tiles_pass_and_the_plain_tile_fails():

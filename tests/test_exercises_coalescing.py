@@ -2,8 +2,7 @@
 reference solution passes; typical wrong answers are caught."""
 
 import numpy as np
-import pytest
-from test_exercises import exercise_cells, run_cell
+from test_exercises import exercise_tests
 
 from gpu_lessons.exercises import coalescing as ex
 
@@ -19,20 +18,8 @@ SOLUTIONS = [
 ]
 
 
-def test_notebook_has_one_cell_per_exercise():
-    assert len(exercise_cells(NOTEBOOK)) == len(SOLUTIONS)
-
-
-@pytest.mark.parametrize("index", range(len(SOLUTIONS)))
-def test_skeleton_fails(index):
-    result = run_cell(exercise_cells(NOTEBOOK)[index])
-    assert result is not None and not result.passed, result
-
-
-@pytest.mark.parametrize("check, arguments", SOLUTIONS)
-def test_solution_passes(check, arguments):
-    result = check(*arguments)
-    assert result.passed, result
+test_notebook_has_one_cell_per_exercise, test_skeleton_fails, test_solution_passes = exercise_tests(
+    NOTEBOOK, SOLUTIONS)
 
 
 def test_the_sector_check_traces_the_kernel_it_is_given():

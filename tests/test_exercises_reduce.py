@@ -1,7 +1,6 @@
 """Lesson 5's exercises: the notebook's skeletons fail their checks; the solutions pass."""
 
-import pytest
-from test_exercises import exercise_cells, run_cell
+from test_exercises import exercise_tests
 
 import gpu_lessons
 from gpu_lessons.exercises import reduce as ex
@@ -16,20 +15,8 @@ SOLUTIONS = [
 ]
 
 
-def test_notebook_has_one_cell_per_exercise():
-    assert len(exercise_cells(NOTEBOOK)) == len(SOLUTIONS)
-
-
-@pytest.mark.parametrize("index", range(len(SOLUTIONS)))
-def test_skeleton_fails(index):
-    result = run_cell(exercise_cells(NOTEBOOK)[index])
-    assert result is not None and not result.passed, result
-
-
-@pytest.mark.parametrize("check, solution", SOLUTIONS)
-def test_solution_passes(check, solution):
-    result = check(solution)
-    assert result.passed, result
+test_notebook_has_one_cell_per_exercise, test_skeleton_fails, test_solution_passes = exercise_tests(
+    NOTEBOOK, SOLUTIONS)
 
 
 @cuda.jit(device=True)
