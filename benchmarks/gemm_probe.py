@@ -65,6 +65,23 @@ PLAN += [("register_cap", ["4096", "2048", "8192", "tall", "128", "1024"]),
 PLAN += [(n, ["4096", "2048", "tall", "128"]) for n in GEN if n.startswith("tune")]
 PLAN = [(n, ["128", "1024", "tall"]) if n == "tune_32x32x8_4x4" else (n, s) for n, s in PLAN]
 
+# Round 4 (issue 11): bigger micro-tiles (8 x 16: 128 outputs a thread, one block of 8 warps per
+# SM, as CUTLASS's SIMT SGEMM), 16-deep k-tiles with the grouped order, launch bounds.
+GEN.update({
+    "big_128x256_8x16": T(bn=256, tn=16, max_registers=None),
+    "big_128x256_8x16_g8": T(bn=256, tn=16, max_registers=None, group_m=8),
+    "big_256x128_16x8": T(bm=256, tm=16, max_registers=None),
+    "big_128x256_8x16_split": T(bn=256, tn=16, max_registers=None, split_prefetch=True),
+    "big_128x256_8x16_w4": T(bn=256, tn=16, lanes_m=4, max_registers=None),
+    "tune_128x128x16_g8": T(bk=16, group_m=8),
+    "tune_128x128x16_lb2": T(bk=16, max_registers=None, min_blocks=2),
+    "tune_128x128x16_split_g8": T(bk=16, split_prefetch=True, group_m=8),
+})
+if len(sys.argv) > 3 and sys.argv[3] == "round4":
+    PLAN = [("register_cap", ["4096", "2048"]), ("grouped_8", ["4096", "2048"])]
+    PLAN += [(n, ["4096", "2048", "1024"]) for n in GEN if n.startswith(("big", "tune_128x128x16_"))]
+    PLAN += [(n, ["8192", "awkward"]) for n in ("big_128x256_8x16", "big_128x256_8x16_g8", "tune_128x128x16_g8")]
+
 SHAPES = {"4096": (4096, 4096, 4096), "2048": (2048, 2048, 2048), "awkward": (4095, 4097, 1023),
           "8192": (8192, 8192, 8192), "tall": (16384, 64, 4096), "128": (128, 128, 128),
           "1024": (1024, 1024, 1024)}
@@ -180,7 +197,7 @@ for name, shapes in PLAN:
     t1 = time.time()
     launch, kernel = launcher(name)
     for s in shapes:
-        time_one(name, launch, s, 3 if name in SLOW else 25)
+        time_one(name, launch, s, 3 if name in SLOW else (60 if s in ("2048", "1024") else 25))
     vector_only = name in GEN and GEN[name].vector and "awkward" not in shapes
     small = small_checks(name, launch, vector_only)
     if kernel is None:
