@@ -77,6 +77,12 @@ GEN.update({
     "tune_128x128x16_lb2": T(bk=16, max_registers=None, min_blocks=2),
     "tune_128x128x16_split_g8": T(bk=16, split_prefetch=True, group_m=8),
 })
+GEN.update({
+    "big_128x256_8x16_p0": T(bn=256, tn=16, max_registers=None, pad=0),
+    "big_128x256x16_8x16_p0": T(bn=256, tn=16, bk=16, max_registers=None, pad=0),
+})
+if len(sys.argv) > 3 and sys.argv[3] == "round5":
+    PLAN = [(n, ["4096", "2048"]) for n in ("big_128x256_8x16", "big_128x256_8x16_p0", "big_128x256x16_8x16_p0")]
 if len(sys.argv) > 3 and sys.argv[3] == "round4":
     PLAN = [("register_cap", ["4096", "2048"]), ("grouped_8", ["4096", "2048"])]
     PLAN += [(n, ["4096", "2048", "1024"]) for n in GEN if n.startswith(("big", "tune_128x128x16_"))]

@@ -71,11 +71,30 @@ if SIMULATED:
         )
 
 else:
-    from numba import cuda
+    from llvmlite import ir
+    from numba import cuda, uint64
+    from numba.cuda import types
+    from numba.cuda.extending import intrinsic
+
+    @intrinsic
+    def global_timer_ns(typingctx):
+        """The GPU's nanosecond clock (PTX %globaltimer)."""
+
+        def codegen(context, builder, signature, args):
+            read = ir.InlineAsm(ir.FunctionType(ir.IntType(64), []), "mov.u64 $0, %globaltimer;", "=l",
+                                side_effect=True)
+            return builder.call(read, [])
+
+        return types.uint64(), codegen
 
     @cuda.jit
     def _spin(ns):
-        cuda.nanosleep(ns)  # one thread; sleeps in chunks of at most ~1 ms
+        # One thread waits ns nanoseconds by the clock. nanosleep alone does not do: PTX promises
+        # only a sleep between 0 and twice the request, and a short spin lets launch overhead
+        # into the timing (seen on the H200: numba GEMM launches timed up to 0.1 ms slow).
+        start = global_timer_ns()
+        while global_timer_ns() - start < uint64(ns):
+            cuda.nanosleep(1000)
 
     def measure(
         launch: Callable[[int], None],
