@@ -82,11 +82,13 @@ GEN.update({
     "big_128x256x16_8x16_p0": T(bn=256, tn=16, bk=16, max_registers=None, pad=0),
 })
 if len(sys.argv) > 3 and sys.argv[3] == "round5":
-    PLAN = [(n, ["4096", "2048"]) for n in ("big_128x256_8x16", "big_128x256_8x16_p0", "big_128x256x16_8x16_p0")]
+    PLAN = [(n, ["4096", "2048"])
+            for n in ("big_128x256_8x16", "big_128x256_8x16_p0", "big_128x256x16_8x16_p0")]
 if len(sys.argv) > 3 and sys.argv[3] == "round4":
     PLAN = [("register_cap", ["4096", "2048"]), ("grouped_8", ["4096", "2048"])]
     PLAN += [(n, ["4096", "2048", "1024"]) for n in GEN if n.startswith(("big", "tune_128x128x16_"))]
-    PLAN += [(n, ["8192", "awkward"]) for n in ("big_128x256_8x16", "big_128x256_8x16_g8", "tune_128x128x16_g8")]
+    PLAN += [(n, ["8192", "awkward"])
+             for n in ("big_128x256_8x16", "big_128x256_8x16_g8", "tune_128x128x16_g8")]
 
 SHAPES = {"4096": (4096, 4096, 4096), "2048": (2048, 2048, 2048), "awkward": (4095, 4097, 1023),
           "8192": (8192, 8192, 8192), "tall": (16384, 64, 4096), "128": (128, 128, 128),
