@@ -3,7 +3,8 @@
 ``measure(launch)`` times ``launch(k)`` (k = which input set, for rotation) and returns a ``Timing``.
 Before every timed launch it queues a short spin kernel, so that while the GPU spins, Python queues
 the start event, the launch and the stop event: the events then time the kernel, not Python's
-launch overhead (~10-30 us per numba launch, several % of a 1 ms kernel).
+launch overhead (~10-30 us per numba launch, several % of a 1 ms kernel). The spin waits on the GPU's
+clock: ``cuda.nanosleep`` alone may end at once (benchmarks/bench_spin_check.py).
 
 On the simulator nothing can be timed: ``measure`` raises ``TimingUnavailable`` and the lessons
 show recorded measurements instead.

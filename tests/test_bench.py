@@ -67,3 +67,19 @@ def test_measure_times_the_kernel_not_python():
     assert one.runs == two.runs == 5
     assert 0.2 < one.median_ms < 50, one  # about 2 ms at 1.98 GHz
     assert 1.7 < two.median_ms / one.median_ms < 2.3, (one, two)  # launch overhead would flatten it
+
+
+@pytest.mark.gpu_only("times the spin kernel with CUDA events")
+def test_spin_lasts_at_least_what_it_is_asked():
+    """The spin that hides Python's launch work must not end early (nanosleep alone may: PTX
+    promises 0..2x the request; seen on the H200 as 0.1 ms of launch overhead in GEMM timings)."""
+    from numba import cuda
+
+    start, stop = cuda.event(), cuda.event()
+    bench._spin[1, 1](1000)  # compile
+    for _ in range(5):
+        start.record()
+        bench._spin[1, 1](bench.SPIN_NS)
+        stop.record()
+        stop.synchronize()
+        assert cuda.event_elapsed_time(start, stop) * 1e6 >= 0.99 * bench.SPIN_NS
