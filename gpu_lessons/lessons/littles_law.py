@@ -36,6 +36,13 @@ PRESSURE_UNROLLS = (12, 16, 20, 24, 28, 32, 64)  # 16-byte loads: 48 to 256 regi
 MAX_REGISTERS = ((16, 32), (32, 64), (32, 128), (64, 128))  # (unroll, cap)
 PERSISTENT_UNROLLS = (1, 4)
 PERSISTENT_BLOCKS_PER_SM = (1, 2, 4, 8)
+# The pipelined warp queue at 16 warps/SM: (unroll, chunks per claim, register cap). u16 holds two
+# chunks in ~146 registers: capped at 128 it fits 2 blocks of 256 per SM (and spills); uncapped,
+# registers allow 1 block (8 warps/SM).
+QUEUE_SHAPES = ((8, 1, None), (8, 2, None), (8, 4, None), (12, 1, None), (12, 4, None),
+                (16, 1, 128), (16, 4, 128), (16, 1, None))
+QUEUE_BLOCK, QUEUE_BLOCKS_PER_SM = 256, 2  # grid = 2 blocks per SM, residency capped at 2
+TARGET_OF_COPYTO = 0.97  # issue 7: a copy at <= 16 warps/SM within 3% of cupy.copyto
 
 FMA_CHAINS = (1, 2, 3, 4, 6, 8, 12)
 FMA_WARPS = (1, 2, 4, 8, 16, 32)
@@ -59,11 +66,16 @@ def copy_variant(width: int, unroll: int, max_registers: int | None = None) -> s
     return f"copy w{width} u{unroll}" + (f" maxreg{max_registers}" if max_registers else "")
 
 
+def queue_variant(unroll: int, per_claim: int, max_registers: int | None = None) -> str:
+    return f"copy_queue w16 u{unroll} r{per_claim}" + (f" maxreg{max_registers}" if max_registers else "")
+
+
 def parse_variant(variant: str) -> dict:
-    """'copy w16 u4' -> {'kind': 'copy', 'width': 16, 'unroll': 4}; 'fma c8' -> chains 8."""
+    """'copy w16 u4' -> {'kind': 'copy', 'width': 16, 'unroll': 4}; 'fma c8' -> chains 8;
+    'copy_queue w16 u16 r2' -> chunks_per_claim 2."""
     kind, *fields = variant.split()
     facts = {"kind": kind}
-    names = {"w": "width", "u": "unroll", "c": "chains", "maxreg": "max_registers"}
+    names = {"w": "width", "u": "unroll", "c": "chains", "r": "chunks_per_claim", "maxreg": "max_registers"}
     for text in fields:
         key, value = re.fullmatch(r"([a-z]+)(\d+)", text).groups()
         facts[names.get(key, key)] = int(value)
@@ -73,11 +85,12 @@ def parse_variant(variant: str) -> dict:
 COPY_VARIANTS = [copy_variant(w, u) for w in WIDTHS for u in UNROLLS]
 PRESSURE_VARIANTS = [copy_variant(16, u) for u in PRESSURE_UNROLLS]  # residency set by their registers
 PERSISTENT_VARIANTS = [f"copy_persistent w16 u{u}" for u in PERSISTENT_UNROLLS]
+QUEUE_VARIANTS = [queue_variant(*shape) for shape in QUEUE_SHAPES]
 FMA_VARIANTS = [f"fma c{c}" for c in FMA_CHAINS]
 
 COMPARISONS = [
     Comparison(title="copy at 16 warps/SM (25% occupancy) vs CuPy copy", lesson=NAME, metric="gbps",
-               ours=COPY_VARIANTS + PRESSURE_VARIANTS, reference="cupy copy",
+               ours=COPY_VARIANTS + PRESSURE_VARIANTS + QUEUE_VARIANTS, reference="cupy copy",
                param=float(LOW_OCCUPANCY_WARPS)),
     Comparison(title="FMA chains at 8 warps/SM (12.5% occupancy) vs FP32 peak", lesson=NAME,
                metric="gflops", ours=FMA_VARIANTS, reference="theory:peak_fp32_gflops",
@@ -175,7 +188,7 @@ def measure(show_progress: bool = True) -> pd.DataFrame:
     sms = device_info().sms
     rng = np.random.default_rng(2026)
     rows: list[dict] = []
-    steps = ["latency", "copies", "pressure", "persistent", "cupy", "fma"]
+    steps = ["latency", "copies", "pressure", "persistent", "queue", "cupy", "fma"]
     x_host = rng.standard_normal(COPY_ELEMENTS, dtype=np.float32)
     x = cuda.to_device(x_host)
     out = cuda.device_array_like(x)
@@ -188,6 +201,8 @@ def measure(show_progress: bool = True) -> pd.DataFrame:
             rows += _pressure_rows(x, out, limits)
         elif step == "persistent":
             rows += _persistent_rows(x, out, limits, sms)
+        elif step == "queue":
+            rows += _queue_rows(x, out, limits, sms)
         elif step == "cupy":
             rows += _cupy_rows(x)
         else:
@@ -293,6 +308,23 @@ def _persistent_rows(x, out, limits, sms) -> list[dict]:
             warps = min(calc.warps_per_sm, per_sm * k.COPY_BLOCK // 32)  # the grid is the limit here
             rows.append(_copy_row(variant, lambda _, u=unroll, b=per_sm * sms: k.copy_persistent_launch(
                 u, x, out, b), x, out, warps))
+    return rows
+
+
+def _queue_rows(x, out, limits, sms) -> list[dict]:
+    """The pipelined warp queue, 2 blocks of 256 per SM (16 warps/SM unless registers allow fewer)."""
+    from ..kernels.util import queue_counters
+
+    rows = []
+    for unroll, per_claim, cap in QUEUE_SHAPES:
+        kernel, variant = k.copy_queue(unroll, per_claim, cap), queue_variant(unroll, per_claim, cap)
+        shared, calc = _residency(kernel, (x, out, queue_counters(np.uint64)), variant, QUEUE_BLOCK,
+                                  QUEUE_BLOCKS_PER_SM, limits, sass=True)
+
+        def launch(_, u=unroll, r=per_claim, c=cap, s=shared):
+            k.copy_queue_launch(u, x, out, QUEUE_BLOCKS_PER_SM * sms, QUEUE_BLOCK, s, r, c)
+
+        rows.append(_copy_row(variant, launch, x, out, calc.warps_per_sm))
     return rows
 
 
@@ -527,6 +559,10 @@ def check() -> pd.DataFrame:
         rows.append(check_row(f"copy_persistent u4 n={n}",
                               np.array_equal(k.copy_persistent_host(x, 4, blocks=2, block=64), x),
                               "grid-stride, 2 blocks of 64"))
+        for per_claim in (1, 3):  # n = 2053: 4 chunks of 32 lanes x 4 float4, then 4 float4 and 1 float
+            rows.append(check_row(f"copy_queue u4 r{per_claim} n={n}",
+                                  np.array_equal(k.copy_queue_host(x, 4, per_claim, blocks=2, block=64), x),
+                                  "pipelined warp queue, 2 blocks of 64"))
     for chains in (1, 3, 8):
         got = k.fma_chains_host(chains, 2, 48, 1)
         rows.append(check_row(f"fma_chains c{chains}", np.array_equal(got, k.fma_chains_reference(
