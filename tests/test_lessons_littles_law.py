@@ -60,6 +60,42 @@ def test_fma_points_against_the_scheduler_model():
     assert fma.loc["fma c4", "predicted_fraction"] == pytest.approx(0.5)
 
 
+def test_low_occupancy_copies_judge_the_target_on_the_rows():
+    gib = 8 * lesson.COPY_ELEMENTS
+    table = make_table([
+        row("copy w16 u20", lesson.COPY_ELEMENTS, 16, gib / 3.8e9, gib),
+        row("copy w16 u32", lesson.COPY_ELEMENTS, 8, gib / 3.9e9, gib),
+        row("copy w16 u1", lesson.COPY_ELEMENTS, 64, gib / 4.0e9, gib),  # too many warps
+        row("copy w4 u8", lesson.COPY_ELEMENTS, 16, gib / 3.0e9, gib),  # not 16-byte
+        row(lesson.queue_variant(16, 2, 128), lesson.COPY_ELEMENTS, 16, gib / 3.9e9, gib),
+        row("cupy copy", lesson.COPY_ELEMENTS, np.nan, gib / 4e9, gib, provider="cupy"),
+        row("fma c1", 64, 1, 1.0, flops=10**9),
+    ])
+    copies = lesson.low_occupancy_copies(table)
+    assert list(copies["variant"]) == ["copy w16 u32", "copy_queue w16 u16 r2 maxreg128", "copy w16 u20"]
+    assert copies["of_copyto"].tolist() == pytest.approx([0.975, 0.975, 0.95])
+    assert copies["meets_target"].tolist() == [True, True, False]
+    queue = copies.iloc[1]
+    assert (queue["kind"], queue["chunks_per_claim"], queue["max_registers"]) == ("warp queue", 2, 128)
+    assert list(lesson.best_low_occupancy(table)["kind"]) == ["one-shot", "warp queue"]
+    assert lesson.low_occupancy_copies(table[table["variant"] != "cupy copy"]).empty
+
+
+def test_claim_model_recovers_its_terms():
+    # t = 2 us / r + 0.5 us x u, on 100 SMs at 10 warps each
+    shapes = [(2, 1), (4, 1), (8, 1), (8, 2), (8, 4)]
+    chunk = [2 * 32 * 16 * u for u, _ in shapes]
+    us = [2 / r + 0.5 * u for u, r in shapes]
+    rows = pd.DataFrame({"variant": [f"q u{u} r{r}" for u, r in shapes], "unroll": [u for u, _ in shapes],
+                         "chunks_per_claim": [r for _, r in shapes], "warps_per_sm": 10,
+                         "gbps": [10 * 100 * c / t / 1e3 for c, t in zip(chunk, us, strict=True)]})
+    model = lesson.claim_costs(rows, sms=100, ceiling_gbps=1e9)
+    assert model.attrs["t_claim_us"] == pytest.approx(2) and model.attrs["t_float4_us"] == pytest.approx(0.5)
+    assert model["error"].abs().max() < 1e-9
+    capped = lesson.claim_costs(rows, sms=100, ceiling_gbps=1000.0)
+    assert capped["predicted_gbps"].max() == 1000.0
+
+
 def test_variant_names_parse():
     assert lesson.parse_variant("copy w16 u32 maxreg64") == {"kind": "copy", "width": 16, "unroll": 32,
                                                            "max_registers": 64}
@@ -135,7 +171,7 @@ def test_register_pressure_shows_spills_and_occupancy(recording):
 
 def test_figures_draw_from_the_recording(recording):
     figs = lesson.figures(recording.table, {}, results.provenance(recording.meta), meta=recording.meta)
-    assert set(figs) == {"littles_law_memory", "littles_law_fma", "register_pressure"}
+    assert set(figs) == {"littles_law_memory", "littles_law_fma", "register_pressure", "low_occupancy_copies"}
 
 
 def test_kernel_resources_table(recording):
@@ -150,4 +186,5 @@ def test_cli_run_draws_the_lessons_figures(tmp_path, capsys):
     assert main(["run", lesson.NAME, "--out", str(tmp_path), "--no-progress"]) == 0
     assert "correctness checks passed" in capsys.readouterr().out
     figures = sorted(p.name for p in (tmp_path / lesson.NAME).glob("*.png"))
-    assert figures == ["littles_law_fma.png", "littles_law_memory.png", "register_pressure.png"]
+    assert figures == ["littles_law_fma.png", "littles_law_memory.png", "low_occupancy_copies.png",
+                       "register_pressure.png"]

@@ -4,7 +4,8 @@ The experiment: the latencies (a dependent pointer chase through DRAM, L2 and L1
 chain), then a copy swept over the three ways to put bytes in flight (resident warps per SM, loads
 per thread, bytes per load) with the bandwidth Little's Law predicts from the measured latency and
 ceiling; FMA chains per thread against resident warps, with the 4-scheduler model; the registers
-that unrolling costs, where occupancy drops and where spills start, and ``max_registers``.
+that unrolling costs, where occupancy drops and where spills start, and ``max_registers``; at 16
+warps/SM, a persistent warp queue that keeps loads in flight across chunks (``copy_queue``).
 Resources, SASS counts and the SM limits are kept in the recording (``recorded_facts``).
 """
 
@@ -437,6 +438,86 @@ def sweep_points(table: pd.DataFrame, meta: dict) -> pd.DataFrame:
     return sweep
 
 
+COPY_KINDS = {"copy": "one-shot", "copy_persistent": "grid-stride", "copy_queue": "warp queue"}
+
+
+def low_occupancy_copies(table: pd.DataFrame, warps: int = LOW_OCCUPANCY_WARPS) -> pd.DataFrame:
+    """Every 16-byte copy of the run at <= ``warps`` resident warps per SM against CuPy's copy of
+    the same run, best first: kind (one-shot, grid-stride, warp queue), unroll, chunks per claim,
+    register cap, warps per SM, GB/s, of_copyto and whether it reaches TARGET_OF_COPYTO.
+    Empty when the table has no CuPy copy (a run without CuPy)."""
+    columns = ["variant", "kind", "unroll", "chunks_per_claim", "max_registers", "warps_per_sm", "gbps",
+               "of_copyto", "meets_target"]
+    cupy = table.loc[table["variant"] == "cupy copy", "gbps"]
+    rows = []
+    for _, row in table.iterrows():
+        if row["variant"].split()[0] not in COPY_KINDS:  # chases, FMAs, CuPy
+            continue
+        f = parse_variant(row["variant"])
+        if f.get("width") != 16 or f.get("width") != 16 or not row["param"] <= warps:
+            continue
+        rows.append({"variant": row["variant"], "kind": COPY_KINDS[f["kind"]], "unroll": f["unroll"],
+                     "chunks_per_claim": f.get("chunks_per_claim"), "max_registers": f.get("max_registers"),
+                     "warps_per_sm": int(row["param"]), "gbps": row["gbps"]})
+    if cupy.empty or not rows:
+        return pd.DataFrame(columns=columns)
+    frame = pd.DataFrame(rows)
+    frame["of_copyto"] = frame["gbps"] / float(cupy.iloc[0])
+    frame["meets_target"] = frame["of_copyto"] >= TARGET_OF_COPYTO
+    return frame[columns].sort_values("of_copyto", ascending=False).reset_index(drop=True)
+
+
+def best_low_occupancy(table: pd.DataFrame, warps: int = LOW_OCCUPANCY_WARPS) -> pd.DataFrame:
+    """The best copy of each kind at <= ``warps`` warps per SM (rows of low_occupancy_copies)."""
+    copies = low_occupancy_copies(table, warps)
+    return copies.groupby("kind", sort=False).head(1).reset_index(drop=True)
+
+
+PROBE_FILE = "probes/littles_law_copy_probe.csv"  # data/<gpu>/: benchmarks/littles_law_copy_probe.py
+
+
+def recorded_copy_probe(gpu: str | None = None) -> tuple[pd.DataFrame, dict]:
+    """The copy probe of issue 7 (table, meta): one-shot and warp-queue copies at 16 warps/SM."""
+    import json
+
+    from .. import results
+
+    path = results.data_root() / (gpu or results.DEFAULT_GPU) / PROBE_FILE
+    meta_path = path.with_suffix(".meta.json")
+    if not path.exists() or not meta_path.exists():
+        raise results.MissingRecordingError(f"{results.shown_path(path)}: no copy probe recorded")
+    return pd.read_csv(path), json.loads(meta_path.read_text())
+
+
+def claim_costs(rows: pd.DataFrame, sms: int, ceiling_gbps: float, fit: pd.DataFrame | None = None):
+    """Warp-queue copies as the time each warp spends per chunk, beside a two-term model.
+
+    rows: variant, unroll, chunks_per_claim (default 1), warps_per_sm, gbps (a probe's or the
+    lesson's queue rows). A warp's time per chunk is warps x chunk bytes (read and written) / GB/s.
+    The model: t = t_claim / chunks_per_claim + t_float4 x unroll, a claim's cost shared by the
+    chunks it covers plus the chunk's own data; fitted by least squares on ``fit`` (default: rows).
+    predicted_gbps = warps x chunk bytes / t, capped by the ceiling; error = measured / predicted - 1.
+    """
+    def with_times(frame):
+        frame = frame.copy()
+        if "chunks_per_claim" not in frame:
+            frame["chunks_per_claim"] = 1
+        frame["chunks_per_claim"] = frame["chunks_per_claim"].fillna(1).astype(int)
+        frame["chunk_bytes"] = 2 * 32 * 16 * frame["unroll"].astype(int)
+        frame["us_per_chunk"] = frame["warps_per_sm"] * sms * frame["chunk_bytes"] / frame["gbps"] / 1e3
+        return frame
+
+    rows, basis = with_times(rows), with_times(rows if fit is None else fit)
+    design = np.column_stack([1 / basis["chunks_per_claim"], basis["unroll"]])
+    (t_claim, t_float4), *_ = np.linalg.lstsq(design, basis["us_per_chunk"].to_numpy(), rcond=None)
+    rows["model_us"] = t_claim / rows["chunks_per_claim"] + t_float4 * rows["unroll"]
+    rows["predicted_gbps"] = np.minimum(ceiling_gbps, rows["warps_per_sm"] * sms * rows["chunk_bytes"]
+                                        / rows["model_us"] / 1e3)
+    rows["error"] = rows["gbps"] / rows["predicted_gbps"] - 1
+    rows.attrs.update(t_claim_us=float(t_claim), t_float4_us=float(t_float4), ceiling_gbps=ceiling_gbps)
+    return rows.reset_index(drop=True)
+
+
 def fma_points(table: pd.DataFrame, meta: dict) -> pd.DataFrame:
     """FMA chains x resident warps: share of the theoretical peak, and the 4-scheduler model's."""
     latency = latencies(table, meta).set_index("level")["latency_cycles"]["FMA"]
@@ -523,6 +604,11 @@ def figures(table: pd.DataFrame, ceilings: dict, provenance: str, meta: dict | N
     if meta.get("facts", {}).get("kernels"):
         figs["register_pressure"] = plots.register_pressure(register_pressure(table, meta),
                                                             provenance=provenance)
+    copies = low_occupancy_copies(table)
+    if len(copies):  # the target, judged on this table's rows (ours and CuPy's of the same run)
+        figs["low_occupancy_copies"] = plots.low_occupancy_copies(
+            copies[copies["of_copyto"] >= 0.75], TARGET_OF_COPYTO, provenance=provenance,
+            title=f"Copies at <= {LOW_OCCUPANCY_WARPS} warps/SM (within 25%) vs cupy.copyto")
     return figs
 
 
