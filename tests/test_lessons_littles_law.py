@@ -1,7 +1,5 @@
 """Lesson 2's experiment: its analysis on a hand-made table, then the H200 recording it ships with."""
 
-from dataclasses import replace
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -82,18 +80,15 @@ def test_low_occupancy_copies_judge_the_target_on_the_rows():
 
 
 def test_claim_model_recovers_its_terms():
-    # t = 2 us / r + 0.5 us x u, on 100 SMs at 10 warps each
+    # ns per chunk = 2 / r + 0.5 x u
     shapes = [(2, 1), (4, 1), (8, 1), (8, 2), (8, 4)]
-    chunk = [2 * 32 * 16 * u for u, _ in shapes]
-    us = [2 / r + 0.5 * u for u, r in shapes]
     rows = pd.DataFrame({"variant": [f"q u{u} r{r}" for u, r in shapes], "unroll": [u for u, _ in shapes],
-                         "chunks_per_claim": [r for _, r in shapes], "warps_per_sm": 10,
-                         "gbps": [10 * 100 * c / t / 1e3 for c, t in zip(chunk, us, strict=True)]})
-    model = lesson.claim_costs(rows, sms=100, ceiling_gbps=1e9)
-    assert model.attrs["t_claim_us"] == pytest.approx(2) and model.attrs["t_float4_us"] == pytest.approx(0.5)
+                         "chunks_per_claim": [r for _, r in shapes],
+                         "gbps": [2 * 32 * 16 * u / (2 / r + 0.5 * u) for u, r in shapes]})
+    model = lesson.claim_costs(rows, ceiling_gbps=1e9)
+    assert model.attrs["ns_claim"] == pytest.approx(2) and model.attrs["ns_float4"] == pytest.approx(0.5)
     assert model["error"].abs().max() < 1e-9
-    capped = lesson.claim_costs(rows, sms=100, ceiling_gbps=1000.0)
-    assert capped["predicted_gbps"].max() == 1000.0
+    assert lesson.claim_costs(rows, ceiling_gbps=1000.0)["predicted_gbps"].max() == 1000.0
 
 
 def test_variant_names_parse():
@@ -146,20 +141,29 @@ def test_recorded_latencies_are_ordered(recording):
 
 
 def test_recorded_targets(recording):
-    # Until the H200 recording has the queue copies (issue 7), score what it has
-    recorded = set(recording.table["variant"])
-    comparisons = [replace(c, ours=[v for v in c.ours if v in recorded]) if c.ours else c
-                   for c in lesson.COMPARISONS]
-    board = scoreboard.scoreboard(comparisons).set_index("title")
-    memory, fma = (board.loc[c.title] for c in lesson.COMPARISONS[:2])
-    # Issue 7 asked for 0.97 at 16 warps/SM; the H200 recording reaches 0.956 (and 0.967 at 8 warps/SM)
-    assert memory["status"] == "ok" and memory["ratio"] >= 0.95, memory
-    assert fma["status"] == "ok" and fma["ratio"] >= 0.90, fma
-    assert memory["param"] <= lesson.LOW_OCCUPANCY_WARPS and fma["param"] <= lesson.FMA_LOW_WARPS
-    # the residency of the winning copy, by the driver as well as the calculator
-    shapes = [o for o in recording.meta["facts"]["occupancy"] if o["kernel"] == memory["best_variant"]]
-    assert any(o["driver"] == o["calculator"] and o["driver"] * o["block"] // 32 == memory["param"]
-               for o in shapes)
+    board = scoreboard.scoreboard(lesson.COMPARISONS).set_index("title")
+    at16, at8, fma = (board.loc[c.title] for c in lesson.COMPARISONS[:3])
+    assert (board["status"] == "ok").all(), board[board["status"] != "ok"]
+    assert at16["param"] == lesson.LOW_OCCUPANCY_WARPS and at16["ratio"] >= 0.95, at16
+    # Issue 7: <= 16 warps/SM within 3% of copyto; on the H200 the pipelined queue did it at 8 warps/SM
+    assert at8["param"] == 8 and at8["best_variant"].startswith("copy_queue") and at8["ratio"] >= 0.97, at8
+    assert fma["ratio"] >= 0.90 and fma["param"] <= lesson.FMA_LOW_WARPS, fma
+    best = lesson.low_occupancy_copies(recording.table).iloc[0]
+    assert best["variant"] == at8["best_variant"] and best["meets_target"]
+    # the residency of the winning copies, by the driver as well as the calculator
+    for row in (at16, at8):
+        shapes = [o for o in recording.meta["facts"]["occupancy"] if o["kernel"] == row["best_variant"]]
+        assert any(o["driver"] == o["calculator"] and o["driver"] * o["block"] // 32 == row["param"]
+                   for o in shapes), row["best_variant"]
+
+
+def test_recorded_queue_rows_at_their_residency(recording):
+    queue = recording.table[recording.table["variant"].isin(lesson.QUEUE_VARIANTS)]
+    assert set(queue["variant"]) == set(lesson.QUEUE_VARIANTS)
+    kernels = recording.meta["facts"]["kernels"]
+    for _, row in queue.iterrows():  # 2 blocks of 256 per SM unless the registers allow only one
+        registers = kernels[row["variant"]]["registers_per_thread"]
+        assert row["param"] == (16 if registers <= 128 else 8), (row["variant"], registers)
 
 
 def test_register_pressure_shows_spills_and_occupancy(recording):

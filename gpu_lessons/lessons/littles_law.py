@@ -93,6 +93,9 @@ COMPARISONS = [
     Comparison(title="copy at 16 warps/SM (25% occupancy) vs CuPy copy", lesson=NAME, metric="gbps",
                ours=COPY_VARIANTS + PRESSURE_VARIANTS + QUEUE_VARIANTS, reference="cupy copy",
                param=float(LOW_OCCUPANCY_WARPS)),
+    Comparison(title="copy at 8 warps/SM (12.5% occupancy) vs CuPy copy", lesson=NAME, metric="gbps",
+               ours=COPY_VARIANTS + PRESSURE_VARIANTS + QUEUE_VARIANTS, reference="cupy copy",
+               param=8.0),
     Comparison(title="FMA chains at 8 warps/SM (12.5% occupancy) vs FP32 peak", lesson=NAME,
                metric="gflops", ours=FMA_VARIANTS, reference="theory:peak_fp32_gflops",
                param=float(FMA_LOW_WARPS)),
@@ -461,7 +464,7 @@ def low_occupancy_copies(table: pd.DataFrame, warps: int = LOW_OCCUPANCY_WARPS) 
                      "warps_per_sm": int(row["param"]), "gbps": row["gbps"]})
     if cupy.empty or not rows:
         return pd.DataFrame(columns=columns)
-    frame = pd.DataFrame(rows)
+    frame = pd.DataFrame(rows).astype({"chunks_per_claim": "Int64", "max_registers": "Int64"})
     frame["of_copyto"] = frame["gbps"] / float(cupy.iloc[0])
     frame["meets_target"] = frame["of_copyto"] >= TARGET_OF_COPYTO
     return frame[columns].sort_values("of_copyto", ascending=False).reset_index(drop=True)
@@ -489,14 +492,15 @@ def recorded_copy_probe(gpu: str | None = None) -> tuple[pd.DataFrame, dict]:
     return pd.read_csv(path), json.loads(meta_path.read_text())
 
 
-def claim_costs(rows: pd.DataFrame, sms: int, ceiling_gbps: float, fit: pd.DataFrame | None = None):
-    """Warp-queue copies as the time each warp spends per chunk, beside a two-term model.
+def claim_costs(rows: pd.DataFrame, ceiling_gbps: float, fit: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Warp-queue copies as the chip's time per chunk, beside a two-term model of it.
 
-    rows: variant, unroll, chunks_per_claim (default 1), warps_per_sm, gbps (a probe's or the
-    lesson's queue rows). A warp's time per chunk is warps x chunk bytes (read and written) / GB/s.
-    The model: t = t_claim / chunks_per_claim + t_float4 x unroll, a claim's cost shared by the
-    chunks it covers plus the chunk's own data; fitted by least squares on ``fit`` (default: rows).
-    predicted_gbps = warps x chunk bytes / t, capped by the ceiling; error = measured / predicted - 1.
+    rows: variant, unroll, chunks_per_claim (default 1), gbps (a probe's or the lesson's queue rows).
+    ns_per_chunk = chunk bytes (read and written) / GB/s: the time the whole chip takes per chunk.
+    The model: ns = ns_claim / chunks_per_claim + ns_float4 x unroll, one claim from the single
+    counter shared by the chunks it covers, plus the chunk's data; fitted by least squares on ``fit``
+    (default: rows). predicted_gbps = chunk bytes / model ns, capped by the ceiling;
+    error = measured / predicted - 1.
     """
     def with_times(frame):
         frame = frame.copy()
@@ -504,17 +508,16 @@ def claim_costs(rows: pd.DataFrame, sms: int, ceiling_gbps: float, fit: pd.DataF
             frame["chunks_per_claim"] = 1
         frame["chunks_per_claim"] = frame["chunks_per_claim"].fillna(1).astype(int)
         frame["chunk_bytes"] = 2 * 32 * 16 * frame["unroll"].astype(int)
-        frame["us_per_chunk"] = frame["warps_per_sm"] * sms * frame["chunk_bytes"] / frame["gbps"] / 1e3
+        frame["ns_per_chunk"] = frame["chunk_bytes"] / frame["gbps"]  # bytes / (GB/s) = ns
         return frame
 
     rows, basis = with_times(rows), with_times(rows if fit is None else fit)
     design = np.column_stack([1 / basis["chunks_per_claim"], basis["unroll"]])
-    (t_claim, t_float4), *_ = np.linalg.lstsq(design, basis["us_per_chunk"].to_numpy(), rcond=None)
-    rows["model_us"] = t_claim / rows["chunks_per_claim"] + t_float4 * rows["unroll"]
-    rows["predicted_gbps"] = np.minimum(ceiling_gbps, rows["warps_per_sm"] * sms * rows["chunk_bytes"]
-                                        / rows["model_us"] / 1e3)
+    (ns_claim, ns_float4), *_ = np.linalg.lstsq(design, basis["ns_per_chunk"].to_numpy(), rcond=None)
+    rows["model_ns"] = ns_claim / rows["chunks_per_claim"] + ns_float4 * rows["unroll"]
+    rows["predicted_gbps"] = np.minimum(ceiling_gbps, rows["chunk_bytes"] / rows["model_ns"])
     rows["error"] = rows["gbps"] / rows["predicted_gbps"] - 1
-    rows.attrs.update(t_claim_us=float(t_claim), t_float4_us=float(t_float4), ceiling_gbps=ceiling_gbps)
+    rows.attrs.update(ns_claim=float(ns_claim), ns_float4=float(ns_float4), ceiling_gbps=ceiling_gbps)
     return rows.reset_index(drop=True)
 
 
