@@ -457,7 +457,7 @@ def low_occupancy_copies(table: pd.DataFrame, warps: int = LOW_OCCUPANCY_WARPS) 
         if row["variant"].split()[0] not in COPY_KINDS:  # chases, FMAs, CuPy
             continue
         f = parse_variant(row["variant"])
-        if f.get("width") != 16 or f.get("width") != 16 or not row["param"] <= warps:
+        if f.get("width") != 16 or not row["param"] <= warps:
             continue
         rows.append({"variant": row["variant"], "kind": COPY_KINDS[f["kind"]], "unroll": f["unroll"],
                      "chunks_per_claim": f.get("chunks_per_claim"), "max_registers": f.get("max_registers"),
