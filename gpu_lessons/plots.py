@@ -619,6 +619,31 @@ def register_pressure(rows: pd.DataFrame, provenance: str | None = None,
                    "Copy GB/s", provenance)
 
 
+def low_occupancy_copies(rows: pd.DataFrame, target: float | None = None, provenance: str | None = None,
+                         ax: Axes | None = None,
+                         title: str = "Copies at low occupancy vs cupy.copyto") -> Figure:
+    """One dot per copy (rows: lessons.littles_law.low_occupancy_copies), its share of CuPy's copy,
+    coloured by kind; labelled with its resident warps per SM; a line at the target if given."""
+    fig, ax = _new_axes(ax)
+    if len(fig.axes) == 1:
+        fig.set_size_inches(STYLE["figsize"][0], max(STYLE["figsize"][1], 1.2 + 0.24 * len(rows)))
+    rows = rows.sort_values("of_copyto").reset_index(drop=True)
+    kinds = list(dict.fromkeys(rows["kind"].sort_values()))
+    for i, kind in enumerate(kinds):
+        mine = rows[rows["kind"] == kind]
+        ax.scatter(mine["of_copyto"], mine.index, color=PALETTE[i % len(PALETTE)], label=kind,
+                   s=STYLE["marker_size"] ** 2 * 1.6, zorder=3)
+    labels = [f"{v} ({w} warps/SM)" for v, w in zip(rows["variant"], rows["warps_per_sm"], strict=True)]
+    ax.set_yticks(rows.index, labels)
+    ax.axvline(1.0, color=STYLE["ceiling_color"], linestyle="-.", linewidth=1.1, label="cupy.copyto")
+    if target is not None:
+        ax.axvline(target, color=PALETTE[3], linestyle=":", linewidth=1.5, label=f"target {target:g}")
+    low = float(rows["of_copyto"].min()) if len(rows) else 0.9
+    ax.set_xlim(min(0.9, low - 0.02), 1.02)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.0%}"))
+    return _finish(fig, ax, title, "bandwidth / cupy.copyto", "", provenance, legend_loc="upper left")
+
+
 # ---------------------------------------------------------------------------------------------
 # Shared memory: one warp's request, lanes -> words -> 32 banks, and the wavefronts it needs (lesson 4)
 

@@ -113,3 +113,67 @@ def test_fma_model_counts_warps_per_scheduler():
     assert k.fma_model_fraction(8, 1, 4.0) == pytest.approx(0.5)
     assert k.fma_model_fraction(6, 4, 4.0) == pytest.approx(1.0)  # every scheduler has >= 1 warp
     assert k.fma_model_fraction(2, 8, 4.0) == pytest.approx(0.5)  # two schedulers idle
+
+
+# ------------------------------------------------------------------- the pipelined warp queue
+
+
+def queue_sizes(unroll, per_claim):
+    whole = 4 * 32 * unroll * per_claim  # floats in one claim of full chunks
+    return [0, 1, 5, 4 * 32 * unroll - 1, whole - 3, whole, whole + 1, whole + 5, 3 * whole + 7]
+
+
+@pytest.mark.parametrize("unroll, per_claim", [(1, 1), (2, 1), (2, 3), (1, 4)])
+def test_queue_copy_is_exact_and_resets_its_counters(unroll, per_claim):
+    for n in queue_sizes(unroll, per_claim):
+        x = random(n)
+        assert np.array_equal(k.copy_queue_host(x, unroll, per_claim, blocks=2, block=64), x), n
+        assert k.queue_counters(np.uint64).copy_to_host().tolist() == [0, 0], n
+
+
+@pytest.mark.parametrize("blocks, block", [(1, 32), (3, 32), (2, 64), (1, 96)])
+def test_queue_copy_on_other_grids(blocks, block):
+    # 1 warp doing every chunk; more warps than chunks (n = 1031: 4 chunks of 2 x 32 float4 at most)
+    for n in (1031, 4 * 32 * 2 * 3 + 2):
+        x = random(n)
+        assert np.array_equal(k.copy_queue_host(x, 2, 2, blocks=blocks, block=block), x), (n, blocks, block)
+        assert k.queue_counters(np.uint64).copy_to_host().tolist() == [0, 0]
+
+
+def test_queue_copy_launch_on_device_arrays_repeats():
+    from numba import cuda
+
+    x = random(2 * 4 * 32 * 3 + 9)
+    d_x, d_out = cuda.to_device(x), cuda.device_array(x.size, np.float32)
+    for _ in range(3):  # the counters the last warp reset serve the next launch
+        k.copy_queue_launch(3, d_x, d_out, 2, 64, chunks_per_claim=2)
+        assert np.array_equal(d_out.copy_to_host(), x)
+
+
+def test_queue_copy_loads_the_next_chunk_before_storing_this_one():
+    source = k.kernel_source(k.copy_queue(4, 2))
+    loop = source.split("    while chunk < end:")[1].split("    if claim == claims:")[0]
+    lines = loop.splitlines()
+    next_loads = [i for i, line in enumerate(lines) if "load4(x, int64(nbase" in line]
+    stores = [i for i, line in enumerate(lines) if "store4(out, int64(base" in line]
+    assert len(next_loads) == len(stores) == 4 and max(next_loads) < min(stores)
+    assert source.count("cuda.atomic.add(counters, 0") == 2  # the first claim, and one per claim after
+
+
+def test_queue_copy_rejects_bad_input():
+    with pytest.raises(InputError, match="misaligned for 16-byte"):
+        k.copy_queue_host(random(1028)[1:])
+    with pytest.raises(InputError, match="dtype float32, got float64"):
+        k.copy_queue_host(random(8, np.float64))
+    with pytest.raises(InputError, match="x must be 1-D"):
+        k.copy_queue_host(random(16).reshape(4, 4))
+    with pytest.raises(InputError, match="C-contiguous"):
+        k.copy_queue_host(random(64)[::2])
+    with pytest.raises(InputError, match="multiple of 32"):
+        k.copy_queue_host(random(64), block=48)
+    with pytest.raises(InputError, match="chunks_per_claim must be >= 1"):
+        k.copy_queue_host(random(64), 2, 0)
+    with pytest.raises(InputError, match="unroll must be >= 1"):
+        k.copy_queue(0)
+    with pytest.raises(InputError, match="max_registers must be >= 16"):
+        k.copy_queue(4, 1, 8)

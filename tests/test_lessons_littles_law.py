@@ -58,6 +58,39 @@ def test_fma_points_against_the_scheduler_model():
     assert fma.loc["fma c4", "predicted_fraction"] == pytest.approx(0.5)
 
 
+def test_low_occupancy_copies_judge_the_target_on_the_rows():
+    gib = 8 * lesson.COPY_ELEMENTS
+    table = make_table([
+        row("copy w16 u20", lesson.COPY_ELEMENTS, 16, gib / 3.8e9, gib),
+        row("copy w16 u32", lesson.COPY_ELEMENTS, 8, gib / 3.9e9, gib),
+        row("copy w16 u1", lesson.COPY_ELEMENTS, 64, gib / 4.0e9, gib),  # too many warps
+        row("copy w4 u8", lesson.COPY_ELEMENTS, 16, gib / 3.0e9, gib),  # not 16-byte
+        row(lesson.queue_variant(16, 2, 128), lesson.COPY_ELEMENTS, 16, gib / 3.9e9, gib),
+        row("cupy copy", lesson.COPY_ELEMENTS, np.nan, gib / 4e9, gib, provider="cupy"),
+        row("fma c1", 64, 1, 1.0, flops=10**9),
+    ])
+    copies = lesson.low_occupancy_copies(table)
+    assert list(copies["variant"]) == ["copy w16 u32", "copy_queue w16 u16 r2 maxreg128", "copy w16 u20"]
+    assert copies["of_copyto"].tolist() == pytest.approx([0.975, 0.975, 0.95])
+    assert copies["meets_target"].tolist() == [True, True, False]
+    queue = copies.iloc[1]
+    assert (queue["kind"], queue["chunks_per_claim"], queue["max_registers"]) == ("warp queue", 2, 128)
+    assert list(lesson.best_low_occupancy(table)["kind"]) == ["one-shot", "warp queue"]
+    assert lesson.low_occupancy_copies(table[table["variant"] != "cupy copy"]).empty
+
+
+def test_claim_model_recovers_its_terms():
+    # ns per chunk = 2 / r + 0.5 x u
+    shapes = [(2, 1), (4, 1), (8, 1), (8, 2), (8, 4)]
+    rows = pd.DataFrame({"variant": [f"q u{u} r{r}" for u, r in shapes], "unroll": [u for u, _ in shapes],
+                         "chunks_per_claim": [r for _, r in shapes],
+                         "gbps": [2 * 32 * 16 * u / (2 / r + 0.5 * u) for u, r in shapes]})
+    model = lesson.claim_costs(rows, ceiling_gbps=1e9)
+    assert model.attrs["ns_claim"] == pytest.approx(2) and model.attrs["ns_float4"] == pytest.approx(0.5)
+    assert model["error"].abs().max() < 1e-9
+    assert lesson.claim_costs(rows, ceiling_gbps=1000.0)["predicted_gbps"].max() == 1000.0
+
+
 def test_variant_names_parse():
     assert lesson.parse_variant("copy w16 u32 maxreg64") == {"kind": "copy", "width": 16, "unroll": 32,
                                                            "max_registers": 64}
@@ -109,15 +142,28 @@ def test_recorded_latencies_are_ordered(recording):
 
 def test_recorded_targets(recording):
     board = scoreboard.scoreboard(lesson.COMPARISONS).set_index("title")
-    memory, fma = (board.loc[c.title] for c in lesson.COMPARISONS[:2])
-    # Issue 7 asked for 0.97 at 16 warps/SM; the H200 recording reaches 0.956 (and 0.967 at 8 warps/SM)
-    assert memory["status"] == "ok" and memory["ratio"] >= 0.95, memory
-    assert fma["status"] == "ok" and fma["ratio"] >= 0.90, fma
-    assert memory["param"] <= lesson.LOW_OCCUPANCY_WARPS and fma["param"] <= lesson.FMA_LOW_WARPS
-    # the residency of the winning copy, by the driver as well as the calculator
-    shapes = [o for o in recording.meta["facts"]["occupancy"] if o["kernel"] == memory["best_variant"]]
-    assert any(o["driver"] == o["calculator"] and o["driver"] * o["block"] // 32 == memory["param"]
-               for o in shapes)
+    at16, at8, fma = (board.loc[c.title] for c in lesson.COMPARISONS[:3])
+    assert (board["status"] == "ok").all(), board[board["status"] != "ok"]
+    assert at16["param"] == lesson.LOW_OCCUPANCY_WARPS and at16["ratio"] >= 0.95, at16
+    # Issue 7: <= 16 warps/SM within 3% of copyto; on the H200 the pipelined queue did it at 8 warps/SM
+    assert at8["param"] == 8 and at8["best_variant"].startswith("copy_queue") and at8["ratio"] >= 0.97, at8
+    assert fma["ratio"] >= 0.90 and fma["param"] <= lesson.FMA_LOW_WARPS, fma
+    best = lesson.low_occupancy_copies(recording.table).iloc[0]
+    assert best["variant"] == at8["best_variant"] and best["meets_target"]
+    # the residency of the winning copies, by the driver as well as the calculator
+    for row in (at16, at8):
+        shapes = [o for o in recording.meta["facts"]["occupancy"] if o["kernel"] == row["best_variant"]]
+        assert any(o["driver"] == o["calculator"] and o["driver"] * o["block"] // 32 == row["param"]
+                   for o in shapes), row["best_variant"]
+
+
+def test_recorded_queue_rows_at_their_residency(recording):
+    queue = recording.table[recording.table["variant"].isin(lesson.QUEUE_VARIANTS)]
+    assert set(queue["variant"]) == set(lesson.QUEUE_VARIANTS)
+    kernels = recording.meta["facts"]["kernels"]
+    for _, row in queue.iterrows():  # 2 blocks of 256 per SM unless the registers allow only one
+        registers = kernels[row["variant"]]["registers_per_thread"]
+        assert row["param"] == (16 if registers <= 128 else 8), (row["variant"], registers)
 
 
 def test_register_pressure_shows_spills_and_occupancy(recording):
@@ -129,7 +175,7 @@ def test_register_pressure_shows_spills_and_occupancy(recording):
 
 def test_figures_draw_from_the_recording(recording):
     figs = lesson.figures(recording.table, {}, results.provenance(recording.meta), meta=recording.meta)
-    assert set(figs) == {"littles_law_memory", "littles_law_fma", "register_pressure"}
+    assert set(figs) == {"littles_law_memory", "littles_law_fma", "register_pressure", "low_occupancy_copies"}
 
 
 def test_kernel_resources_table(recording):
@@ -144,4 +190,5 @@ def test_cli_run_draws_the_lessons_figures(tmp_path, capsys):
     assert main(["run", lesson.NAME, "--out", str(tmp_path), "--no-progress"]) == 0
     assert "correctness checks passed" in capsys.readouterr().out
     figures = sorted(p.name for p in (tmp_path / lesson.NAME).glob("*.png"))
-    assert figures == ["littles_law_fma.png", "littles_law_memory.png", "register_pressure.png"]
+    assert figures == ["littles_law_fma.png", "littles_law_memory.png", "low_occupancy_copies.png",
+                       "register_pressure.png"]

@@ -41,6 +41,7 @@ from ..checks import (
 from ..vector import load2, load4, store2, store4
 from .arrays import is_device_array, returned, to_device
 from .launch import THREADS_PER_BLOCK, blocks_to_cover, grid_stride_blocks, resident_blocks
+from .util import queue_counters  # int64 counters: copy_w16_queue's atomics add int64
 
 
 @cuda.jit
@@ -644,17 +645,6 @@ WIDTH_VARIANTS = {  # name -> (kernel, bytes per access, grid-stride?)
     "copy_w16_queue": (copy_w16_queue, 16, True),
     "copy_w16_block_chunks": (copy_w16_block_chunks, 16, True),
 }
-
-_queue_counters = {}
-
-
-def queue_counters():
-    """The work queue's two counters (next chunk, blocks done), zero between launches."""
-    key = "sim" if not hasattr(cuda, "current_context") else id(cuda.current_context())
-    if key not in _queue_counters:
-        _queue_counters[key] = cuda.to_device(np.zeros(2, np.int64))
-    return _queue_counters[key]
-
 
 def width_launch(variant: str, x, out, block: int = THREADS_PER_BLOCK, waves: int = 1) -> None:
     """Launch a copy of WIDTH_VARIANTS on device arrays; grid-stride ones get ``waves`` x the

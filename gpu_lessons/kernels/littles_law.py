@@ -8,6 +8,8 @@
                          store (ILP); 4- or 8-byte accesses (float32 or float64 data)
 4. ``copy_ilp(u, vector=True)``  the same with 16-byte loads and stores (``gpu_lessons.vector``)
 5. ``copy_persistent(u)`` a grid-stride (persistent) version, for the open question of the lesson
+6. ``copy_queue(u, r)``  the answer: persistent warps take chunks from a queue (one atomic per ``r``
+                         chunks) and load the next chunk before storing this one (software pipelining)
 
 The copies and FMA chains are generated from a template, one kernel per unroll factor, because
 NVVM does not unroll loops with big bodies: the source (``kernel_source(kernel)``) shows exactly
@@ -24,9 +26,17 @@ from functools import cache
 import numpy as np
 from numba import cuda, float32, int64, uint32, uint64
 
-from ..checks import InputError, require_aligned, require_array, require_contiguous, require_int
+from ..checks import (
+    InputError,
+    require_aligned,
+    require_array,
+    require_block,
+    require_contiguous,
+    require_int,
+)
 from ..vector import load4, store4
 from .launch import THREADS_PER_BLOCK
+from .util import queue_counters
 
 LINE_BYTES = 128  # one chain node per cache line: each step is a new line
 CHAIN_DTYPE = np.uint32
@@ -347,6 +357,124 @@ def copy_persistent_host(x, unroll: int = 1, blocks: int = 2, block: int = COPY_
     out = np.full_like(x, np.nan)
     blocks, block = require_int(blocks, "blocks", 1), require_int(block, "block", 1, 1024)
     copy_persistent_launch(unroll, x, out, blocks, block)
+    return out
+
+
+# ------------------------------------------------------------ 6. a pipelined warp queue
+
+def copy_queue(unroll: int, chunks_per_claim: int = 1, max_registers: int | None = None):
+    """Persistent float4 copy: warps take chunks of 32 lanes x ``unroll`` float4 from a queue.
+
+    Why: a one-shot thread has nothing in flight while it waits for its last load, stores, exits and
+    the next block starts; at 16 warps/SM that idle time costs ~4% of the bandwidth. Here each warp
+    loads its next chunk before it stores the current one, so its loads stay in flight across chunk
+    boundaries; a queue (not a fixed grid stride) lets faster SMs take more chunks.
+
+    Lane 0 claims ``chunks_per_claim`` consecutive chunks with one atomic on ``counters[0]`` and
+    shuffles the claim to the warp. The warp that draws the first claim past the full chunks copies
+    the tail (the float4 past the last full chunk, then the n % 4 floats); the last warp to finish
+    resets both counters, so the next launch needs no memset. Launch with whole warps
+    (``copy_queue_launch``); ``counters`` is ``queue_counters(np.uint64)``.
+    Registers hold two chunks (this one and the next): u16 needs ~146 per thread, and 16 warps/SM
+    in blocks of 256 need <= 128, hence ``max_registers`` (as in copy_ilp; past the need it spills).
+    """
+    unroll = require_int(unroll, "unroll", 1, 32)
+    per_claim = require_int(chunks_per_claim, "chunks_per_claim", 1, 64)
+    if max_registers is not None:
+        max_registers = require_int(max_registers, "max_registers", 16, 255)
+    return _copy_queue(unroll, per_claim, max_registers)
+
+
+@cache
+def _copy_queue(unroll: int, per_claim: int, max_registers: int | None):
+    name = f"copy_queue_u{unroll}_r{per_claim}" + (f"_maxreg{max_registers}" if max_registers else "")
+    regs = [(f"a{j}", f"b{j}", f"c{j}", f"d{j}") for j in range(unroll)]
+    nxt = [(f"e{j}", f"f{j}", f"g{j}", f"h{j}") for j in range(unroll)]
+
+    def loads(names, base, pad):
+        return [f"{pad}{', '.join(v)} = load4(x, int64({base} + uint64({32 * j})))"
+                for j, v in enumerate(names)]
+
+    def zeros(names, pad):
+        return [f"{pad}{' = '.join(v)} = float32(0)" for v in names]
+
+    def claim(pad):
+        return [f"{pad}got = int64(0)",
+                f"{pad}if lane == uint64(0):",
+                f"{pad}    got = int64(cuda.atomic.add(counters, 0, uint64(1)))",
+                f"{pad}claim = uint64(cuda.shfl_sync(0xffffffff, got, 0))  # lane 0's claim, to the warp"]
+
+    lines = [f"def {name}(x, out, counters):",
+             f'    """Warps claim {per_claim} chunk(s) of 32 lanes x {unroll} float4 per atomic; the next'
+             ' chunk\'s loads go out before this chunk\'s stores."""',
+             "    lane = uint64(cuda.threadIdx.x) & uint64(31)",
+             "    groups = uint64(x.size) // uint64(4)",
+             f"    span = uint64({32 * unroll})  # float4 per chunk",
+             "    chunks = groups // span  # full chunks; the float4 past them and the n % 4 are the tail",
+             f"    claims = (chunks + uint64({per_claim - 1})) // uint64({per_claim})  # with full chunks"]
+    lines += claim("    ")
+    lines += [f"    chunk = claim * uint64({per_claim})",
+              f"    end = min(chunk + uint64({per_claim}), chunks)  # past the claim's last full chunk",
+              "    base = chunk * span + lane",
+              "    if chunk < end:"]
+    lines += loads(regs, "base", "        ")
+    lines += ["    else:"] + zeros(regs, "        ")
+    lines += ["    while chunk < end:"]
+    if per_claim > 1:
+        lines += ["        if chunk + uint64(1) < end:  # the claim's next chunk",
+                  "            nxt = chunk + uint64(1)",
+                  "        else:  # claim again"]
+        lines += claim("            ")
+        lines += [f"            nxt = claim * uint64({per_claim})",
+                  f"            end = min(nxt + uint64({per_claim}), chunks)"]
+    else:
+        lines += claim("        ")
+        lines += ["        nxt = claim", "        end = min(nxt + uint64(1), chunks)"]
+    lines += ["        nbase = nxt * span + lane",
+              "        if nxt < end:  # the next chunk's loads, before this chunk's stores"]
+    lines += loads(nxt, "nbase", "            ")
+    lines += ["        else:"] + zeros(nxt, "            ")
+    lines += [f"        store4(out, int64(base + uint64({32 * j})), {', '.join(v)})"
+              for j, v in enumerate(regs)]
+    lines += [f"        {', '.join(v)} = {', '.join(w)}" for v, w in zip(regs, nxt, strict=True)]
+    lines += ["        chunk, base = nxt, nbase",
+              "    if claim == claims:  # one warp draws the first claim past the full chunks: the tail",
+              "        i = chunks * span + lane",
+              "        while i < groups:",
+              "            p, q, r, s = load4(x, int64(i))",
+              "            store4(out, int64(i), p, q, r, s)",
+              "            i += uint64(32)",
+              "        t = uint64(4) * groups + lane",
+              "        if t < uint64(x.size):",
+              "            out[t] = x[t]",
+              "    if lane == uint64(0):",
+              "        cuda.threadfence()  # this warp's claims are done before it counts itself done",
+              "        done = cuda.atomic.add(counters, 1, uint64(1))",
+              "        warps = uint64(cuda.gridDim.x) * uint64(cuda.blockDim.x) // uint64(32)",
+              "        if done == warps - uint64(1):  # the last warp: no claim is left to draw",
+              "            counters[0] = uint64(0)",
+              "            counters[1] = uint64(0)"]
+    options = {"max_registers": max_registers} if max_registers else None
+    return _compile(name, "\n".join(lines) + "\n", options)
+
+
+def copy_queue_launch(unroll: int, x, out, blocks: int, block: int = COPY_BLOCK, shared: int = 0,
+                      chunks_per_claim: int = 1, max_registers: int | None = None) -> None:
+    """Launch copy_queue on device arrays: ``blocks`` x ``block`` threads (whole warps), ``shared``
+    bytes of dynamic shared memory per block (unused: it only caps the blocks an SM holds)."""
+    kernel = copy_queue(unroll, chunks_per_claim, max_registers)
+    kernel[blocks, block, 0, shared](x, out, queue_counters(np.uint64))
+
+
+def copy_queue_host(x, unroll: int = 8, chunks_per_claim: int = 1, blocks: int = 2, block: int = 64):
+    """Copy a float32 vector with copy_queue on ``blocks`` x ``block`` threads; returns the copy."""
+    require_array(x, "x", dtype=np.float32, ndim=1)
+    require_contiguous(x, "x")
+    require_aligned(x, "x", 16)
+    blocks, block = require_int(blocks, "blocks", 1), require_block(block)
+    kernel = copy_queue(unroll, chunks_per_claim)  # bad unroll or chunks_per_claim: an error before any work
+    out = np.full_like(x, np.nan)
+    kernel[blocks, block](x, out, queue_counters(np.uint64))
     return out
 
 

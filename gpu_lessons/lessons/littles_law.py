@@ -4,7 +4,8 @@ The experiment: the latencies (a dependent pointer chase through DRAM, L2 and L1
 chain), then a copy swept over the three ways to put bytes in flight (resident warps per SM, loads
 per thread, bytes per load) with the bandwidth Little's Law predicts from the measured latency and
 ceiling; FMA chains per thread against resident warps, with the 4-scheduler model; the registers
-that unrolling costs, where occupancy drops and where spills start, and ``max_registers``.
+that unrolling costs, where occupancy drops and where spills start, and ``max_registers``; at 16
+warps/SM, a persistent warp queue that keeps loads in flight across chunks (``copy_queue``).
 Resources, SASS counts and the SM limits are kept in the recording (``recorded_facts``).
 """
 
@@ -36,6 +37,13 @@ PRESSURE_UNROLLS = (12, 16, 20, 24, 28, 32, 64)  # 16-byte loads: 48 to 256 regi
 MAX_REGISTERS = ((16, 32), (32, 64), (32, 128), (64, 128))  # (unroll, cap)
 PERSISTENT_UNROLLS = (1, 4)
 PERSISTENT_BLOCKS_PER_SM = (1, 2, 4, 8)
+# The pipelined warp queue at 16 warps/SM: (unroll, chunks per claim, register cap). u16 holds two
+# chunks in ~146 registers: capped at 128 it fits 2 blocks of 256 per SM (and spills); uncapped,
+# registers allow 1 block (8 warps/SM).
+QUEUE_SHAPES = ((8, 1, None), (8, 2, None), (8, 4, None), (12, 1, None), (12, 4, None),
+                (16, 1, 128), (16, 4, 128), (16, 1, None))
+QUEUE_BLOCK, QUEUE_BLOCKS_PER_SM = 256, 2  # grid = 2 blocks per SM, residency capped at 2
+TARGET_OF_COPYTO = 0.97  # issue 7: a copy at <= 16 warps/SM within 3% of cupy.copyto
 
 FMA_CHAINS = (1, 2, 3, 4, 6, 8, 12)
 FMA_WARPS = (1, 2, 4, 8, 16, 32)
@@ -59,11 +67,16 @@ def copy_variant(width: int, unroll: int, max_registers: int | None = None) -> s
     return f"copy w{width} u{unroll}" + (f" maxreg{max_registers}" if max_registers else "")
 
 
+def queue_variant(unroll: int, per_claim: int, max_registers: int | None = None) -> str:
+    return f"copy_queue w16 u{unroll} r{per_claim}" + (f" maxreg{max_registers}" if max_registers else "")
+
+
 def parse_variant(variant: str) -> dict:
-    """'copy w16 u4' -> {'kind': 'copy', 'width': 16, 'unroll': 4}; 'fma c8' -> chains 8."""
+    """'copy w16 u4' -> {'kind': 'copy', 'width': 16, 'unroll': 4}; 'fma c8' -> chains 8;
+    'copy_queue w16 u16 r2' -> chunks_per_claim 2."""
     kind, *fields = variant.split()
     facts = {"kind": kind}
-    names = {"w": "width", "u": "unroll", "c": "chains", "maxreg": "max_registers"}
+    names = {"w": "width", "u": "unroll", "c": "chains", "r": "chunks_per_claim", "maxreg": "max_registers"}
     for text in fields:
         key, value = re.fullmatch(r"([a-z]+)(\d+)", text).groups()
         facts[names.get(key, key)] = int(value)
@@ -73,12 +86,16 @@ def parse_variant(variant: str) -> dict:
 COPY_VARIANTS = [copy_variant(w, u) for w in WIDTHS for u in UNROLLS]
 PRESSURE_VARIANTS = [copy_variant(16, u) for u in PRESSURE_UNROLLS]  # residency set by their registers
 PERSISTENT_VARIANTS = [f"copy_persistent w16 u{u}" for u in PERSISTENT_UNROLLS]
+QUEUE_VARIANTS = [queue_variant(*shape) for shape in QUEUE_SHAPES]
 FMA_VARIANTS = [f"fma c{c}" for c in FMA_CHAINS]
 
 COMPARISONS = [
     Comparison(title="copy at 16 warps/SM (25% occupancy) vs CuPy copy", lesson=NAME, metric="gbps",
-               ours=COPY_VARIANTS + PRESSURE_VARIANTS, reference="cupy copy",
+               ours=COPY_VARIANTS + PRESSURE_VARIANTS + QUEUE_VARIANTS, reference="cupy copy",
                param=float(LOW_OCCUPANCY_WARPS)),
+    Comparison(title="copy at 8 warps/SM (12.5% occupancy) vs CuPy copy", lesson=NAME, metric="gbps",
+               ours=COPY_VARIANTS + PRESSURE_VARIANTS + QUEUE_VARIANTS, reference="cupy copy",
+               param=8.0),
     Comparison(title="FMA chains at 8 warps/SM (12.5% occupancy) vs FP32 peak", lesson=NAME,
                metric="gflops", ours=FMA_VARIANTS, reference="theory:peak_fp32_gflops",
                param=float(FMA_LOW_WARPS)),
@@ -175,7 +192,7 @@ def measure(show_progress: bool = True) -> pd.DataFrame:
     sms = device_info().sms
     rng = np.random.default_rng(2026)
     rows: list[dict] = []
-    steps = ["latency", "copies", "pressure", "persistent", "cupy", "fma"]
+    steps = ["latency", "copies", "pressure", "persistent", "queue", "cupy", "fma"]
     x_host = rng.standard_normal(COPY_ELEMENTS, dtype=np.float32)
     x = cuda.to_device(x_host)
     out = cuda.device_array_like(x)
@@ -188,6 +205,8 @@ def measure(show_progress: bool = True) -> pd.DataFrame:
             rows += _pressure_rows(x, out, limits)
         elif step == "persistent":
             rows += _persistent_rows(x, out, limits, sms)
+        elif step == "queue":
+            rows += _queue_rows(x, out, limits, sms)
         elif step == "cupy":
             rows += _cupy_rows(x)
         else:
@@ -293,6 +312,23 @@ def _persistent_rows(x, out, limits, sms) -> list[dict]:
             warps = min(calc.warps_per_sm, per_sm * k.COPY_BLOCK // 32)  # the grid is the limit here
             rows.append(_copy_row(variant, lambda _, u=unroll, b=per_sm * sms: k.copy_persistent_launch(
                 u, x, out, b), x, out, warps))
+    return rows
+
+
+def _queue_rows(x, out, limits, sms) -> list[dict]:
+    """The pipelined warp queue, 2 blocks of 256 per SM (16 warps/SM unless registers allow fewer)."""
+    from ..kernels.util import queue_counters
+
+    rows = []
+    for unroll, per_claim, cap in QUEUE_SHAPES:
+        kernel, variant = k.copy_queue(unroll, per_claim, cap), queue_variant(unroll, per_claim, cap)
+        shared, calc = _residency(kernel, (x, out, queue_counters(np.uint64)), variant, QUEUE_BLOCK,
+                                  QUEUE_BLOCKS_PER_SM, limits, sass=True)
+
+        def launch(_, u=unroll, r=per_claim, c=cap, s=shared):
+            k.copy_queue_launch(u, x, out, QUEUE_BLOCKS_PER_SM * sms, QUEUE_BLOCK, s, r, c)
+
+        rows.append(_copy_row(variant, launch, x, out, calc.warps_per_sm))
     return rows
 
 
@@ -405,6 +441,86 @@ def sweep_points(table: pd.DataFrame, meta: dict) -> pd.DataFrame:
     return sweep
 
 
+COPY_KINDS = {"copy": "one-shot", "copy_persistent": "grid-stride", "copy_queue": "warp queue"}
+
+
+def low_occupancy_copies(table: pd.DataFrame, warps: int = LOW_OCCUPANCY_WARPS) -> pd.DataFrame:
+    """Every 16-byte copy of the run at <= ``warps`` resident warps per SM against CuPy's copy of
+    the same run, best first: kind (one-shot, grid-stride, warp queue), unroll, chunks per claim,
+    register cap, warps per SM, GB/s, of_copyto and whether it reaches TARGET_OF_COPYTO.
+    Empty when the table has no CuPy copy (a run without CuPy)."""
+    columns = ["variant", "kind", "unroll", "chunks_per_claim", "max_registers", "warps_per_sm", "gbps",
+               "of_copyto", "meets_target"]
+    cupy = table.loc[table["variant"] == "cupy copy", "gbps"]
+    rows = []
+    for _, row in table.iterrows():
+        if row["variant"].split()[0] not in COPY_KINDS:  # chases, FMAs, CuPy
+            continue
+        f = parse_variant(row["variant"])
+        if f.get("width") != 16 or not row["param"] <= warps:
+            continue
+        rows.append({"variant": row["variant"], "kind": COPY_KINDS[f["kind"]], "unroll": f["unroll"],
+                     "chunks_per_claim": f.get("chunks_per_claim"), "max_registers": f.get("max_registers"),
+                     "warps_per_sm": int(row["param"]), "gbps": row["gbps"]})
+    if cupy.empty or not rows:
+        return pd.DataFrame(columns=columns)
+    frame = pd.DataFrame(rows).astype({"chunks_per_claim": "Int64", "max_registers": "Int64"})
+    frame["of_copyto"] = frame["gbps"] / float(cupy.iloc[0])
+    frame["meets_target"] = frame["of_copyto"] >= TARGET_OF_COPYTO
+    return frame[columns].sort_values("of_copyto", ascending=False).reset_index(drop=True)
+
+
+def best_low_occupancy(table: pd.DataFrame, warps: int = LOW_OCCUPANCY_WARPS) -> pd.DataFrame:
+    """The best copy of each kind at <= ``warps`` warps per SM (rows of low_occupancy_copies)."""
+    copies = low_occupancy_copies(table, warps)
+    return copies.groupby("kind", sort=False).head(1).reset_index(drop=True)
+
+
+PROBE_FILE = "probes/littles_law_copy_probe.csv"  # data/<gpu>/: benchmarks/littles_law_copy_probe.py
+
+
+def recorded_copy_probe(gpu: str | None = None) -> tuple[pd.DataFrame, dict]:
+    """The copy probe of issue 7 (table, meta): one-shot and warp-queue copies at 16 warps/SM."""
+    import json
+
+    from .. import results
+
+    path = results.data_root() / (gpu or results.DEFAULT_GPU) / PROBE_FILE
+    meta_path = path.with_suffix(".meta.json")
+    if not path.exists() or not meta_path.exists():
+        raise results.MissingRecordingError(f"{results.shown_path(path)}: no copy probe recorded")
+    return pd.read_csv(path), json.loads(meta_path.read_text())
+
+
+def claim_costs(rows: pd.DataFrame, ceiling_gbps: float, fit: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Warp-queue copies as the chip's time per chunk, beside a two-term model of it.
+
+    rows: variant, unroll, chunks_per_claim (default 1), gbps (a probe's or the lesson's queue rows).
+    ns_per_chunk = chunk bytes (read and written) / GB/s: the time the whole chip takes per chunk.
+    The model: ns = ns_claim / chunks_per_claim + ns_float4 x unroll, one claim from the single
+    counter shared by the chunks it covers, plus the chunk's data; fitted by least squares on ``fit``
+    (default: rows). predicted_gbps = chunk bytes / model ns, capped by the ceiling;
+    error = measured / predicted - 1.
+    """
+    def with_times(frame):
+        frame = frame.copy()
+        if "chunks_per_claim" not in frame:
+            frame["chunks_per_claim"] = 1
+        frame["chunks_per_claim"] = frame["chunks_per_claim"].fillna(1).astype(int)
+        frame["chunk_bytes"] = 2 * 32 * 16 * frame["unroll"].astype(int)
+        frame["ns_per_chunk"] = frame["chunk_bytes"] / frame["gbps"]  # bytes / (GB/s) = ns
+        return frame
+
+    rows, basis = with_times(rows), with_times(rows if fit is None else fit)
+    design = np.column_stack([1 / basis["chunks_per_claim"], basis["unroll"]])
+    (ns_claim, ns_float4), *_ = np.linalg.lstsq(design, basis["ns_per_chunk"].to_numpy(), rcond=None)
+    rows["model_ns"] = ns_claim / rows["chunks_per_claim"] + ns_float4 * rows["unroll"]
+    rows["predicted_gbps"] = np.minimum(ceiling_gbps, rows["chunk_bytes"] / rows["model_ns"])
+    rows["error"] = rows["gbps"] / rows["predicted_gbps"] - 1
+    rows.attrs.update(ns_claim=float(ns_claim), ns_float4=float(ns_float4), ceiling_gbps=ceiling_gbps)
+    return rows.reset_index(drop=True)
+
+
 def fma_points(table: pd.DataFrame, meta: dict) -> pd.DataFrame:
     """FMA chains x resident warps: share of the theoretical peak, and the 4-scheduler model's."""
     latency = latencies(table, meta).set_index("level")["latency_cycles"]["FMA"]
@@ -491,6 +607,11 @@ def figures(table: pd.DataFrame, ceilings: dict, provenance: str, meta: dict | N
     if meta.get("facts", {}).get("kernels"):
         figs["register_pressure"] = plots.register_pressure(register_pressure(table, meta),
                                                             provenance=provenance)
+    copies = low_occupancy_copies(table)
+    if len(copies):  # the target, judged on this table's rows (ours and CuPy's of the same run)
+        figs["low_occupancy_copies"] = plots.low_occupancy_copies(
+            copies[copies["of_copyto"] >= 0.75], TARGET_OF_COPYTO, provenance=provenance,
+            title=f"Copies at <= {LOW_OCCUPANCY_WARPS} warps/SM (within 25%) vs cupy.copyto")
     return figs
 
 
@@ -527,6 +648,10 @@ def check() -> pd.DataFrame:
         rows.append(check_row(f"copy_persistent u4 n={n}",
                               np.array_equal(k.copy_persistent_host(x, 4, blocks=2, block=64), x),
                               "grid-stride, 2 blocks of 64"))
+        for per_claim in (1, 3):  # n = 2053: 4 chunks of 32 lanes x 4 float4, then 4 float4 and 1 float
+            rows.append(check_row(f"copy_queue u4 r{per_claim} n={n}",
+                                  np.array_equal(k.copy_queue_host(x, 4, per_claim, blocks=2, block=64), x),
+                                  "pipelined warp queue, 2 blocks of 64"))
     for chains in (1, 3, 8):
         got = k.fma_chains_host(chains, 2, 48, 1)
         rows.append(check_row(f"fma_chains c{chains}", np.array_equal(got, k.fma_chains_reference(
