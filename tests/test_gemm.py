@@ -275,3 +275,23 @@ def test_load4_shared_and_store4_shared():
     y = np.zeros(16, np.float32)
     reverse_groups[1, 4](x, y)
     np.testing.assert_array_equal(y, x.reshape(4, 4)[::-1].reshape(-1))
+
+
+def test_waves_count_blocks_per_sm_from_the_recorded_resources():
+    kernel = {"registers": 235, "shared_bytes": 2 * 8 * (132 + 256) * 4, "local_bytes": 0}
+    evidence = {"meta": {"sms": 132}, "kernels": {"big_tile": kernel, "big_tile (4-byte loads)": kernel}}
+    table = lesson.waves(evidence, names=("big_tile",))
+    assert table.loc[("big_tile", "4096^3"), "blocks"] == 16 * 32
+    assert table.loc[("big_tile", "4096^3"), "blocks/SM"] == 1  # 235 x 256 registers: one block
+    awkward = table.loc[("big_tile", lesson.AWKWARD)]  # 17 x 32 blocks: 4.12 waves -> 5
+    assert awkward["loads"] == "4-byte" and awkward["filled"] == pytest.approx(544 / 660)
+    with pytest.raises(ValueError, match="SM count"):
+        lesson.waves({"kernels": {}})
+
+
+def test_per_k_step_counts_what_the_generator_writes():
+    counts = lesson.per_k_step({"12": steps.BIG_TILE, "11": steps.REGISTER_CAP_TILE})
+    assert counts.loc["12", "FFMA per k-step"] == 128 and counts.loc["12", "LDS.128 per k-step"] == 6
+    assert counts.loc["11", "FFMA per k-step"] == 64 and counts.loc["11", "LDS.128 per k-step"] == 4
+    source = codegen.kernel_source(steps.BIG_TILE)
+    assert source.count("cuda.fma") == 8 * 128 and source.count("load4_shared(") == 8 * 6

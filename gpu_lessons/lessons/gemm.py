@@ -478,6 +478,47 @@ def resources_table(evidence: dict) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("kernel")
 
 
+def waves(evidence: dict, names=("register_cap", "big_tile"), shapes=("2048^3", "4096^3", "8192^3", AWKWARD),
+          sms: int | None = None) -> pd.DataFrame:
+    """Blocks, resident blocks per SM (lesson 2's calculator on the recorded registers and shared
+    memory of the twin that runs there) and waves per grid; ``filled``: the share of SM slots the
+    waves keep busy (the last wave's idle slots are lost time when blocks take equal time)."""
+    from ..occupancy import occupancy
+
+    sms = sms or int(evidence.get("meta", {}).get("sms", 0)) or None
+    if sms is None:
+        raise ValueError("the evidence has no SM count (meta.sms): pass sms=")
+    rows = []
+    for name in names:
+        tile = tile_of(name)
+        for shape in shapes:
+            m, n, k = SHAPES[shape]
+            vector = k % 4 == 0 and n % 4 == 0
+            kernel = evidence.get("kernels", {}).get(name if vector else f"{name} (4-byte loads)")
+            if kernel is None:
+                continue
+            per_sm = occupancy(tile.threads, kernel["registers"], kernel["shared_bytes"]).blocks_per_sm
+            blocks = -(-n // tile.bn) * -(-m // tile.bm)
+            w = blocks / (per_sm * sms)
+            rows.append({"kernel": name, "shape": shape, "loads": "16-byte" if vector else "4-byte",
+                         "blocks": blocks, "blocks/SM": per_sm, "waves": w, "filled": w / np.ceil(w)})
+    return pd.DataFrame(rows).set_index(["kernel", "shape"])
+
+
+def per_k_step(tiles: dict) -> pd.DataFrame:
+    """Counted from the tiles (what the generator writes): per thread and k-step, the FMAs and the
+    16-byte shared loads that feed them; per block and k-tile, the FMAs between two barriers."""
+    rows = []
+    for label, t in tiles.items():
+        loads = (t.tm + t.tn) // 4
+        rows.append({"tile": label, "block tile": f"{t.bm}x{t.bn}x{t.bk}", "per thread": f"{t.tm}x{t.tn}",
+                     "threads": t.threads, "FFMA per k-step": t.tm * t.tn, "LDS.128 per k-step": loads,
+                     "FFMA per LDS.128": t.tm * t.tn / loads,
+                     "FFMA per thread per k-tile": t.bk * t.tm * t.tn,
+                     "I_CTA (FLOP/byte)": cta_intensity(t.bm, t.bn)})
+    return pd.DataFrame(rows).set_index("tile")
+
+
 NCU_SHORT = {  # short names for the Nsight Compute metrics the checklist quotes
     "long_scoreboard": "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",
     "mio_throttle": "smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio",
