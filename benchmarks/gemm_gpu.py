@@ -233,11 +233,22 @@ def assemble(recording: Path, probe: Path, ncu_run: Path, target: Path, probe_me
         if name in EXCERPTS and name not in excerpts:
             excerpts[name] = [f"/*{a:04x}*/ {op} {rest}".rstrip() for a, op, rest in
                               sass.hot_loop(text)[: EXCERPTS[name]]]
+    # ncu: the recording's own run (``ncu OUT STEP ...`` merged into it) wins; the earlier ncu run
+    # fills the steps it did not profile, under its own provenance (ncu_meta_earlier)
     counters = json.loads(ncu_run.read_text())
-    evidence.update({"kernels": kernels, "sass_excerpts": excerpts, "probe_meta": probe_meta,
-                     "ncu": counters["ncu"], "ncu_meta": counters["ncu_meta"]})
+    own, own_meta = evidence.get("ncu", {}), evidence.get("ncu_meta")
+    ncu = {label: {**values, "run": own_meta["git_revision"]} for label, values in own.items()}
+    earlier = {label: {**values, "run": counters["ncu_meta"]["git_revision"]}
+               for label, values in counters["ncu"].items() if label not in ncu}
+    ncu.update(earlier)
+    evidence.update({"kernels": kernels, "sass_excerpts": excerpts, "probe_meta": probe_meta, "ncu": ncu})
+    if own_meta is None:
+        evidence["ncu_meta"] = counters["ncu_meta"]
+    elif earlier:
+        evidence["ncu_meta_earlier"] = {**counters["ncu_meta"], "steps": list(earlier)}
     target.write_text(json.dumps(evidence, indent=1, default=str) + "\n")
-    print(f"{target}: {len(kernels)} kernels, {len(excerpts)} SASS excerpts, ncu for {len(counters['ncu'])}")
+    print(f"{target}: {len(kernels)} kernels, {len(excerpts)} SASS excerpts, ncu for {len(ncu)} "
+          f"({len(earlier)} from the earlier run)")
 
 
 if __name__ == "__main__":
@@ -252,7 +263,7 @@ if __name__ == "__main__":
         ncu(Path(rest[0]), names)
     elif command == "launch":
         launch(rest or NCU_STEPS)
-    elif command == "assemble":  # RECORDING_EVIDENCE PROBE_DIR NCU_EVIDENCE TARGET
+    elif command == "assemble":  # RECORDING_EVIDENCE PROBE_DIR EARLIER_NCU_EVIDENCE TARGET
         recording, probe, ncu_run, target = map(Path, rest)
         meta = json.loads((REPO / "data" / "nvidia-h200" / "gemm_probe.meta.json").read_text())
         assemble(recording, probe, ncu_run, target, {**meta, "source": "benchmarks/gemm_probe.py"})
