@@ -40,7 +40,7 @@ SHAPES: dict[str, tuple[int, int, int]] = {  # name: (M, N, K)
     "16384x64x4096": (16384, 64, 4096),
 }
 AWKWARD = "4095x4097x1023"
-# The slow early steps are left out of the big shapes, so that measure() stays near a minute.
+# The slow early steps are left out of the big shapes, so that measure() stays near three minutes.
 SLOW_STEPS = ("naive_uncoalesced", "naive", "shared_tiled")
 MID_STEPS = ("register_1d", "register_2d", "register_2d_uint64")
 SLOW_SHAPES = ("128^3", "1024^3", "2048^3")
