@@ -3,8 +3,9 @@
     python benchmarks/gemm_gpu.py record OUT   # as `gpu-lessons record gemm --data OUT/data`, written
                                                # after each shape; then per kernel: registers, shared
                                                # and local memory, SASS summary and excerpts; errors
-    python benchmarks/gemm_gpu.py ncu OUT      # Nsight Compute counters of selected steps at 2048^3
-                                               # (runs itself under ncu: the `launch` subcommand)
+    python benchmarks/gemm_gpu.py ncu OUT [STEP ...]  # Nsight Compute counters of NCU_STEPS (or the
+                                               # steps named) at 2048^3 (runs itself under ncu: the
+                                               # `launch` subcommand)
 
 Both write OUT/data/nvidia-h200/gemm_evidence.json (merged when it exists), with provenance.
 """
@@ -23,7 +24,8 @@ sys.path.insert(0, str(REPO))
 EVIDENCE = "gemm_evidence.json"
 NCU_SHAPE = (2048, 2048, 2048)
 # the steps whose counters the lesson's checklist quotes (the others are read in their SASS)
-NCU_STEPS = ["naive_uncoalesced", "naive", "shared_tiled", "register_1d", "unrolled", "register_cap"]
+NCU_STEPS = ["naive_uncoalesced", "naive", "shared_tiled", "register_1d", "unrolled", "register_cap",
+             "big_tile"]
 NCU_METRICS = [
     "gpu__time_duration.sum",
     "sm__throughput.avg.pct_of_peak_sustained_elapsed",
@@ -48,7 +50,7 @@ NCU_METRICS = [
     "smsp__average_warps_issue_stalled_wait_per_issue_active.ratio",
 ]
 EXCERPTS = {"register_2d": 60, "register_2d_uint64": 60, "vector_loads": 60, "unrolled": 40,
-            "register_cap": 40}
+            "register_cap": 40, "big_tile": 40}
 
 
 def _one(value):
@@ -85,10 +87,11 @@ def _kernel_facts(dispatcher) -> dict:
     return facts, text
 
 
-def record(out: Path, evidence_deadline_s: float = 80.0) -> None:
+def record(out: Path, evidence_budget_s: float = 40.0) -> None:
     """What `gpu-lessons record gemm --data OUT/data` does (checks, then measure), except that the
     recording is rewritten after each shape (a run cut short keeps the shapes it finished); then
-    the evidence, per kernel, while time is left."""
+    the evidence, per kernel, for at most ``evidence_budget_s`` more (kernels already compiled:
+    the resource report is cheap, nvdisasm about a second each)."""
     import time
 
     from gpu_lessons import results, sass
@@ -112,6 +115,7 @@ def record(out: Path, evidence_deadline_s: float = 80.0) -> None:
         print(f"{time.time() - start:.0f}s: recorded {len(table)} rows: {path}", flush=True)
 
     lesson.measure(show_progress=False, after_shape=write)
+    evidence_deadline_s = time.time() - start + evidence_budget_s
     errors = lesson.LAST_ERRORS
     _merge(out, {"meta": meta, "errors": errors.to_dict(orient="records") if errors is not None else []})
     kernels, excerpts = {}, {}
@@ -136,8 +140,8 @@ def record(out: Path, evidence_deadline_s: float = 80.0) -> None:
     print(f"{time.time() - start:.0f}s: evidence for {len(kernels)} kernels: {path}", flush=True)
 
 
-def launch() -> None:
-    """Run under ncu: each step once at NCU_SHAPE, then cuBLAS; writes the order to stdout's end."""
+def launch(names: list[str]) -> None:
+    """Run under ncu: each named step once at NCU_SHAPE, then cuBLAS."""
     import numpy as np
 
     from gpu_lessons.kernels import gemm_steps as steps  # gpu_lessons first: it picks the mode
@@ -149,7 +153,7 @@ def launch() -> None:
     a = cuda.to_device(rng.standard_normal((m, k), dtype=np.float32))
     b = cuda.to_device(rng.standard_normal((k, n), dtype=np.float32))
     c = cuda.device_array((m, n), np.float32)
-    for name in NCU_STEPS:
+    for name in names:
         steps.step(name).launch(a, b, c)
         cuda.synchronize()
     import cupy as cp
@@ -159,7 +163,7 @@ def launch() -> None:
     cp.cuda.runtime.deviceSynchronize()
 
 
-def ncu(out: Path) -> None:
+def ncu(out: Path, names: list[str]) -> None:
     sys.path.insert(0, str(REPO / "benchmarks"))
     from ncu_counters import kernel_name, number, parse_ncu_csv
 
@@ -168,14 +172,14 @@ def ncu(out: Path) -> None:
         raise SystemExit("ncu is not on the PATH")
     command = [tool, "--clock-control", "none", "--csv", "--page", "raw", "--print-units", "base",
                "--metrics", ",".join(NCU_METRICS),
-               sys.executable, str(Path(__file__).resolve()), "launch"]
+               sys.executable, str(Path(__file__).resolve()), "launch", *names]
     result = subprocess.run(command, capture_output=True, text=True, cwd=REPO)
     (out / "gemm_ncu_raw.csv").write_text(result.stdout)
     (out / "gemm_ncu_stderr.txt").write_text(result.stderr[-20000:])
     records = parse_ncu_csv(result.stdout)
-    names = NCU_STEPS + ["cublas sgemm"]
+    labels = names + ["cublas sgemm"]
     counters = {}
-    for label, record in zip(names, records, strict=False):
+    for label, record in zip(labels, records, strict=False):
         counters[label] = {"kernel": kernel_name(record)[:160]}
         for metric in NCU_METRICS:
             if metric in record:
@@ -186,9 +190,9 @@ def ncu(out: Path) -> None:
     from gpu_lessons.lessons.common import git_revision
 
     provenance = {"source": "ncu", "shape": NCU_SHAPE, "git_revision": git_revision(),
-                  "command": " ".join(command[:-2]),
+                  "command": " ".join(command[:-2 - len(names)]), "steps": names,
                   "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                  "profiled_launches": len(records), "expected_launches": len(names)}
+                  "profiled_launches": len(records), "expected_launches": len(labels)}
     path = _merge(out, {"ncu": counters, "ncu_meta": provenance})
     print(f"ncu: {len(records)} launches profiled; {path}")
     for label, values in counters.items():
@@ -229,11 +233,22 @@ def assemble(recording: Path, probe: Path, ncu_run: Path, target: Path, probe_me
         if name in EXCERPTS and name not in excerpts:
             excerpts[name] = [f"/*{a:04x}*/ {op} {rest}".rstrip() for a, op, rest in
                               sass.hot_loop(text)[: EXCERPTS[name]]]
+    # ncu: the recording's own run (``ncu OUT STEP ...`` merged into it) wins; the earlier ncu run
+    # fills the steps it did not profile, under its own provenance (ncu_meta_earlier)
     counters = json.loads(ncu_run.read_text())
-    evidence.update({"kernels": kernels, "sass_excerpts": excerpts, "probe_meta": probe_meta,
-                     "ncu": counters["ncu"], "ncu_meta": counters["ncu_meta"]})
+    own, own_meta = evidence.get("ncu", {}), evidence.get("ncu_meta")
+    ncu = {label: {**values, "run": own_meta["git_revision"]} for label, values in own.items()}
+    earlier = {label: {**values, "run": counters["ncu_meta"]["git_revision"]}
+               for label, values in counters["ncu"].items() if label not in ncu}
+    ncu.update(earlier)
+    evidence.update({"kernels": kernels, "sass_excerpts": excerpts, "probe_meta": probe_meta, "ncu": ncu})
+    if own_meta is None:
+        evidence["ncu_meta"] = counters["ncu_meta"]
+    elif earlier:
+        evidence["ncu_meta_earlier"] = {**counters["ncu_meta"], "steps": list(earlier)}
     target.write_text(json.dumps(evidence, indent=1, default=str) + "\n")
-    print(f"{target}: {len(kernels)} kernels, {len(excerpts)} SASS excerpts, ncu for {len(counters['ncu'])}")
+    print(f"{target}: {len(kernels)} kernels, {len(excerpts)} SASS excerpts, ncu for {len(ncu)} "
+          f"({len(earlier)} from the earlier run)")
 
 
 if __name__ == "__main__":
@@ -241,10 +256,14 @@ if __name__ == "__main__":
     if command == "record":
         record(Path(rest[0]))
     elif command == "ncu":
-        ncu(Path(rest[0]))
+        names = rest[1:] or NCU_STEPS
+        for name in names:
+            if name not in NCU_STEPS:
+                raise SystemExit(f"ncu: {name!r} is not one of {NCU_STEPS}")
+        ncu(Path(rest[0]), names)
     elif command == "launch":
-        launch()
-    elif command == "assemble":  # RECORDING_EVIDENCE PROBE_DIR NCU_EVIDENCE TARGET
+        launch(rest or NCU_STEPS)
+    elif command == "assemble":  # RECORDING_EVIDENCE PROBE_DIR EARLIER_NCU_EVIDENCE TARGET
         recording, probe, ncu_run, target = map(Path, rest)
         meta = json.loads((REPO / "data" / "nvidia-h200" / "gemm_probe.meta.json").read_text())
         assemble(recording, probe, ncu_run, target, {**meta, "source": "benchmarks/gemm_probe.py"})

@@ -2,8 +2,9 @@
 host wrapper ``matmul(a, b, step)``.
 
 Each step changes one thing, motivated by what the previous step's counters or SASS showed (the
-lesson's checklist table). Steps 7-12 are written by ``gemm_codegen`` from a ``Tile``: each adds
-one switch to the previous step's tile. Warp tiling (a warp as 4x8 threads, ``WARP_TILE``) did not
+lesson's checklist table). Steps 7-12 are written by ``gemm_codegen`` from a ``Tile``: each changes
+one thing of the previous step's tile (step 12: the micro-tile's width, which no longer fits the
+register cap). Warp tiling (a warp as 4x8 threads, ``WARP_TILE``) did not
 pay on the H200 (benchmarks/gemm_probe.py, recorded in data/nvidia-h200/gemm_probe.csv) and is not
 a step.
 """
@@ -31,6 +32,9 @@ UNROLLED_TILE = Tile(lanes_m=0, pad=0, double_buffer=False, max_registers=None)
 CONFLICT_FREE_TILE = Tile(double_buffer=False, max_registers=None)
 DOUBLE_BUFFER_TILE = Tile(max_registers=None)
 REGISTER_CAP_TILE = Tile()
+# 128x256 block, 8x16 outputs per thread (as CUTLASS's SIMT SGEMM): 235 registers on the H200, so
+# no cap and one block of 8 warps per SM; 128 FMAs per 6 LDS.128 per k-step instead of 64 per 4.
+BIG_TILE = Tile(bn=256, tn=16, max_registers=None)
 WARP_TILE = Tile(lanes_m=4)  # warp tiling: measured by the probe (data/nvidia-h200/gemm_probe.csv), no gain
 
 
@@ -84,6 +88,8 @@ STEPS: list[Step] = [
                DOUBLE_BUFFER_TILE),
     _generated("register_cap", "register cap 128", "max_registers=128: two blocks per SM",
                REGISTER_CAP_TILE),
+    _generated("big_tile", "bigger micro-tile 8x16", "128x256 block, 8x16 per thread, no cap: 1 block "
+               "(8 warps) per SM", BIG_TILE),
 ]
 BY_NAME = {step.name: step for step in STEPS}
 

@@ -26,7 +26,7 @@ NAME = "gemm"
 TITLE = "GEMM: tiling and data reuse, from naive to near cuBLAS"
 NOTEBOOK = "06_gemm_tiling.ipynb"
 SUMMARY = "FP32 GEMM one change at a time: coalescing, shared and register tiles, 16-byte loads, unsigned " \
-          "indices, unrolling, pipelining; a visible tile search; cuBLAS in the same run"
+          "indices, unrolling, pipelining, 8x16 micro-tiles; a visible tile search; cuBLAS in the same run"
 
 UNIT_ROUNDOFF = 2.0**-24  # float32
 
@@ -40,22 +40,25 @@ SHAPES: dict[str, tuple[int, int, int]] = {  # name: (M, N, K)
     "16384x64x4096": (16384, 64, 4096),
 }
 AWKWARD = "4095x4097x1023"
-# The slow early steps are left out of the big shapes, so that measure() stays near a minute.
+# The slow early steps are left out of the big shapes, so that measure() stays near three minutes.
 SLOW_STEPS = ("naive_uncoalesced", "naive", "shared_tiled")
 MID_STEPS = ("register_1d", "register_2d", "register_2d_uint64")
 SLOW_SHAPES = ("128^3", "1024^3", "2048^3")
 MID_SHAPES = (*SLOW_SHAPES, AWKWARD, "4096^3")
 
-# Autotuning in plain sight: tile shapes tried beside the register-capped step (every one is the
-# step-11 kernel with other constants). The table shows each candidate's GFLOP/s.
+# Autotuning in plain sight: tile shapes tried beside steps 11 and 12 (every one is the same
+# generated kernel with other constants). The table shows each candidate's GFLOP/s.
 TUNE_TILES = [
+    # step 12's tile 16 deep: half the barriers per K; pad 0 so that two buffers fit the 48 KiB of
+    # static shared memory (pad 4 would need 49,664 bytes); 255 registers on the H200, no spills
+    codegen.Tile(bn=256, tn=16, bk=16, max_registers=None, pad=0),
     codegen.Tile(bk=16),
     codegen.Tile(group_m=8),
     codegen.Tile(bn=64, tn=4),
     codegen.Tile(bm=64, bn=64, tm=4, tn=4),
     codegen.Tile(bm=32, bn=32, tm=4, tn=4, lanes_m=4),  # 64 threads: for small matrices
 ]
-TUNE_SHAPES = ("128^3", "2048^3", "4096^3", "8192^3", "16384x64x4096")
+TUNE_SHAPES = ("128^3", "1024^3", "2048^3", "4096^3", "8192^3", "16384x64x4096")
 
 
 def size_of(shape: str) -> int:
@@ -68,6 +71,8 @@ SHAPE_OF_SIZE = {size_of(name): name for name in SHAPES}
 
 def tile_name(tile: codegen.Tile) -> str:
     name = f"tile {tile.bm}x{tile.bn}x{tile.bk} {tile.tm}x{tile.tn}"
+    if tile.pad != 4:  # 4: the conflict-free layout's padding (step 9 on)
+        name += f" pad {tile.pad}"
     if not tile.double_buffer:
         name += " single-buffered"
     if tile.group_m:
@@ -89,9 +94,9 @@ COMPARISONS = [_comparison(s) for s in ("4096^3", "2048^3", AWKWARD, "8192^3", "
 
 
 # At the awkward shape a 16-byte kernel runs its 4-byte twin (rows of A and B are not 16-byte
-# aligned): time it there for the last step only (each twin is one more big compile), and 8192^3
-# for the last step and the tile candidates (measure() stays near a minute on the H200).
-FINAL_STEP = "register_cap"
+# aligned): time it there for the last two steps only (each twin is one more big compile), and
+# 8192^3 for those and the tile candidates (measure() stays near three minutes on the H200).
+FINAL_STEPS = ("register_cap", "big_tile")
 FAST_SHAPES = ("128^3", "1024^3", "2048^3", "4096^3", "16384x64x4096")
 # The order shapes are measured in: the ones the targets name first.
 MEASURE_ORDER = ("4096^3", "2048^3", AWKWARD, "128^3", "16384x64x4096", "1024^3", "8192^3")
@@ -104,9 +109,49 @@ def shapes_for(name: str) -> tuple[str, ...]:
         return MID_SHAPES
     if name in TUNE:  # small tiles are for small or skinny matrices: not at 8192^3
         return tuple(s for s in TUNE_SHAPES if TUNE[name].bm >= 128 or s != "8192^3")
-    if name == FINAL_STEP:
+    if name in FINAL_STEPS:
         return tuple(SHAPES)
     return FAST_SHAPES
+
+
+def source_excerpt(source: str, fmas: int = 8) -> str:
+    """A generated kernel's source with its unrolled compute shortened for reading: the first k-step
+    keeps its shared loads and its first ``fmas`` FMAs; every other line of the unrolled k-steps is
+    replaced by one comment saying how many lines it stands for. Everything else is verbatim."""
+    out: list[str] = []
+    run: list[str] = []  # consecutive compute lines (shared loads of fa/fb, FMAs)
+    first_step_done = False
+
+    def flush():
+        nonlocal first_step_done
+        if not run:
+            return
+        indent = run[0][: len(run[0]) - len(run[0].lstrip())]
+        kept = 0
+        if not first_step_done:
+            starts = [i for i, line in enumerate(run) if line.lstrip().startswith("fa0,")]
+            end = starts[1] if len(starts) > 1 else len(run)
+            step_lines = run[:end]
+            loads = [line for line in step_lines if "cuda.fma" not in line]
+            ffma = [line for line in step_lines if "cuda.fma" in line]
+            out.extend(loads + ffma[:fmas])
+            if len(ffma) > fmas:
+                out.append(f"{indent}# ... {len(ffma) - fmas} more FMAs of this k-step")
+            kept, first_step_done = end, True
+        if len(run) > kept:
+            out.append(f"{indent}# ... {len(run) - kept} more lines: the next k-steps, written out the "
+                       "same way (the shared-tile offsets + U(kk) * row length)")
+        run.clear()
+
+    for line in source.splitlines():
+        body = line.lstrip()
+        if "cuda.fma(" in body or (body.startswith(("fa", "fb")) and "load4_shared" in body):
+            run.append(line)
+        else:
+            flush()
+            out.append(line)
+    flush()
+    return "\n".join(out) + "\n"
 
 
 # ------------------------------------------------------------------ counting, for the narrative
@@ -263,15 +308,51 @@ def gflops_table(table: pd.DataFrame) -> pd.DataFrame:
                         columns=[s for s in SHAPES if s in wide.columns])
 
 
-def autotune_table(table: pd.DataFrame) -> pd.DataFrame:
-    """The visible search: step 11's tile and every candidate, GFLOP/s and fraction of cuBLAS."""
+SEARCH_STEPS = {"register_cap": 11, "big_tile": 12}  # the steps whose tiles are points of the search
+
+
+def search_label(variant: str) -> str:
+    """A search row's name: the tile, and the step number where the tile is a step."""
+    if variant in SEARCH_STEPS:
+        return f"{tile_name(steps.step(variant).tile)} (step {SEARCH_STEPS[variant]})"
+    return variant
+
+
+def autotune_table(table: pd.DataFrame, values: str = "gflops") -> pd.DataFrame:
+    """The visible search: steps 11 and 12's tiles and every candidate, by shape (GFLOP/s, or
+    ``values="of_cublas"``). The candidates were not timed at the awkward shape (each would need its
+    4-byte twin compiled); steps 11 and 12 were."""
     t = with_shapes(table)
-    names = {"register_cap": tile_name(steps.REGISTER_CAP_TILE), **{n: n for n in TUNE}}
+    names = [*SEARCH_STEPS, *TUNE]
     t = t[t["variant"].isin(names)]
-    wide = t.pivot_table(index="variant", columns="shape", values="gflops")
-    wide = wide.reindex(index=list(names), columns=[s for s in SHAPES if s in wide.columns])
-    wide.index = [names[v] + (" (step 11)" if v == "register_cap" else "") for v in wide.index]
-    return wide[[s for s in TUNE_SHAPES if s in wide.columns]]
+    wide = t.pivot_table(index="variant", columns="shape", values=values)
+    columns = [s for s in (*TUNE_SHAPES, AWKWARD) if s in wide.columns]
+    wide = wide.reindex(index=[n for n in names if n in wide.index], columns=columns)
+    wide.index = [search_label(v) for v in wide.index]
+    return wide
+
+
+def search_winners(table: pd.DataFrame) -> pd.DataFrame:
+    """The search's winner at each shape it ran at (measured rows, not a fixed choice), its
+    GFLOP/s, fraction of cuBLAS, and the runner-up's fraction."""
+    fractions = autotune_table(table, "of_cublas")
+    rows = []
+    for shape in fractions.columns:
+        ranked = fractions[shape].dropna().sort_values(ascending=False)
+        rows.append({"shape": shape, "winner": ranked.index[0], "of_cublas": float(ranked.iloc[0]),
+                     "runner-up": ranked.index[1] if len(ranked) > 1 else None,
+                     "runner-up of_cublas": float(ranked.iloc[1]) if len(ranked) > 1 else None})
+    return pd.DataFrame(rows).set_index("shape")
+
+
+def tile_of(variant: str) -> codegen.Tile:
+    """The generated tile behind a variant name (a generated step or a tile candidate)."""
+    if variant in TUNE:
+        return TUNE[variant]
+    tile = steps.step(variant).tile
+    if tile is None:
+        raise KeyError(f"{variant!r} is a hand-written step, not a generated tile")
+    return tile
 
 
 def best_per_shape(table: pd.DataFrame) -> pd.DataFrame:
@@ -299,7 +380,7 @@ def targets(table: pd.DataFrame) -> pd.DataFrame:
 
 # On the roofline: one point per tiling (the 128x128 steps between these sit on the same vertical)
 ROOFLINE_STEPS = ("naive_uncoalesced", "naive", "shared_tiled", "register_1d", "register_2d",
-                  "register_2d_uint64", "register_cap")
+                  "register_2d_uint64", "register_cap", "big_tile")
 
 
 def roofline_points(table: pd.DataFrame, shape: str = "4096^3", names=ROOFLINE_STEPS) -> pd.DataFrame:
@@ -397,6 +478,47 @@ def resources_table(evidence: dict) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("kernel")
 
 
+def waves(evidence: dict, names=("register_cap", "big_tile"), shapes=("2048^3", "4096^3", "8192^3", AWKWARD),
+          sms: int | None = None) -> pd.DataFrame:
+    """Blocks, resident blocks per SM (lesson 2's calculator on the recorded registers and shared
+    memory of the twin that runs there) and waves per grid; ``filled``: the share of SM slots the
+    waves keep busy (the last wave's idle slots are lost time when blocks take equal time)."""
+    from ..occupancy import occupancy
+
+    sms = sms or int(evidence.get("meta", {}).get("sms", 0)) or None
+    if sms is None:
+        raise ValueError("the evidence has no SM count (meta.sms): pass sms=")
+    rows = []
+    for name in names:
+        tile = tile_of(name)
+        for shape in shapes:
+            m, n, k = SHAPES[shape]
+            vector = k % 4 == 0 and n % 4 == 0
+            kernel = evidence.get("kernels", {}).get(name if vector else f"{name} (4-byte loads)")
+            if kernel is None:
+                continue
+            per_sm = occupancy(tile.threads, kernel["registers"], kernel["shared_bytes"]).blocks_per_sm
+            blocks = -(-n // tile.bn) * -(-m // tile.bm)
+            w = blocks / (per_sm * sms)
+            rows.append({"kernel": name, "shape": shape, "loads": "16-byte" if vector else "4-byte",
+                         "blocks": blocks, "blocks/SM": per_sm, "waves": w, "filled": w / np.ceil(w)})
+    return pd.DataFrame(rows).set_index(["kernel", "shape"])
+
+
+def per_k_step(tiles: dict) -> pd.DataFrame:
+    """Counted from the tiles (what the generator writes): per thread and k-step, the FMAs and the
+    16-byte shared loads that feed them; per block and k-tile, the FMAs between two barriers."""
+    rows = []
+    for label, t in tiles.items():
+        loads = (t.tm + t.tn) // 4
+        rows.append({"tile": label, "block tile": f"{t.bm}x{t.bn}x{t.bk}", "per thread": f"{t.tm}x{t.tn}",
+                     "threads": t.threads, "FFMA per k-step": t.tm * t.tn, "LDS.128 per k-step": loads,
+                     "FFMA per LDS.128": t.tm * t.tn / loads,
+                     "FFMA per thread per k-tile": t.bk * t.tm * t.tn,
+                     "I_CTA (FLOP/byte)": cta_intensity(t.bm, t.bn)})
+    return pd.DataFrame(rows).set_index("tile")
+
+
 NCU_SHORT = {  # short names for the Nsight Compute metrics the checklist quotes
     "long_scoreboard": "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",
     "mio_throttle": "smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio",
@@ -467,7 +589,30 @@ def _observation(step: str, previous: str, evidence: dict) -> str:
     if step == "register_cap":
         return (f"resources: {kernel.get('registers', 'n/a')} registers per thread x 256 threads: one "
                 "block per SM (65,536 registers), 8 warps to hide latency")
+    if step == "big_tile":
+        tile = steps.step(previous).tile
+        k_steps = loop.get("loop_ffma", 0) // (tile.tm * tile.tn) or None
+        per_step = _fmt(memory.get("LDS.128", 0) / k_steps if k_steps else None, ".0f")
+        return (f"SASS: each k-step {tile.tm * tile.tn} FFMA per {per_step} LDS.128, hot loop {share} "
+                f"FFMA; ncu: FMA pipe {ncu('fma_pipe', '.0f', '%')} with issue slots "
+                f"{ncu('issue_active', '.0f', '%')} busy: more FMAs per load and per loop, not more warps")
     return ""
+
+
+def _resources_note(step: str, evidence: dict) -> str:
+    """What the resource report and the SASS say of a step's own kernel (for the steps whose point
+    is registers and occupancy): appended to the checklist's "what moved"."""
+    kernel = evidence.get("kernels", {}).get(step)
+    if step not in ("register_cap", "big_tile") or not kernel:
+        return ""
+    from ..occupancy import occupancy
+
+    tile = steps.step(step).tile
+    occ = occupancy(tile.threads, kernel["registers"], kernel["shared_bytes"])
+    sass = kernel.get("sass", {})
+    return (f"; {kernel['registers']} registers, {sass.get('spill_ops', 'n/a')} spill ops, "
+            f"{occ.blocks_per_sm} block(s) = {occ.warps_per_sm} warps/SM, hot loop "
+            f"{_fmt(sass.get('loop_ffma_share'), '.0%')} FFMA")
 
 
 def _loop(evidence: dict, step: str) -> dict:
@@ -492,13 +637,52 @@ def checklist(table: pd.DataFrame, evidence: dict) -> pd.DataFrame:
         before = gflops(previous.name) if previous is not None else None
         moved = f"{_fmt(now, ',.0f')} GFLOP/s ({shape})"
         if previous is not None:
-            moved = f"{_fmt(before, ',.0f')} -> " + moved
+            moved = f"{_fmt(before, ',.0f')} -> " + moved + _resources_note(step.name, evidence)
         seen = _observation(step.name, previous.name, evidence) if previous is not None else "baseline"
         rows.append({"step": step.name, "observation (previous step, on the GPU)": seen,
                      "change": step.change, "what moved": moved,
                      "speed-up": now / before if now and before else None})
         previous = step
+    harness = _harness_row()
+    if harness is not None:
+        rows.append(harness)
     return pd.DataFrame(rows).set_index("step")
+
+
+def load_spin_check(gpu: str = "nvidia-h200") -> tuple[dict, dict]:
+    """The timing harness check (benchmarks/bench_spin_check.py): the spin before each timed launch,
+    old (nanosleep) and new (%globaltimer), and kernels timed with each; with its provenance."""
+    from ..results import data_root
+
+    folder = data_root() / gpu / "probes"
+    return (json.loads((folder / "bench_spin_check.json").read_text()),
+            json.loads((folder / "bench_spin_check.meta.json").read_text()))
+
+
+def _harness_row() -> dict | None:
+    """The checklist's last row: the 2048^3 spread was the timing harness, not the kernels."""
+    try:
+        check, meta = load_spin_check()
+    except FileNotFoundError:
+        return None
+    ours, ref = check["timings_ms"]["gemm register_cap 2048"], check["timings_ms"]["cublas 2048"]
+
+    def spread(t):  # [median, min, max] -> (max - min) / median
+        return (t[2] - t[1]) / t[0]
+
+    def span(t):
+        return f"{t[0]:.3f} ms [{t[1]:.3f}, {t[2]:.3f}]"
+
+    return {"step": "timing harness",
+            "observation (previous step, on the GPU)":
+                f"2048^3 medians of our kernels spread {spread(ours['old_spin']):.0%} run to run, "
+                f"cuBLAS's {spread(ref['old_spin']):.0%}; 20 launches back to back: "
+                f"{check['timings_ms']['gemm register_cap 2048']['back_to_back_ms']:.3f} ms each",
+            "change": "the spin before each timed launch waits on %globaltimer (nanosleep may sleep 0..2x "
+                      "the request, and numba's launch then leaked into the events)",
+            "what moved": f"register_cap at 2048^3: {span(ours['old_spin'])} -> {span(ours['new_spin'])} "
+                          f"(median [min, max], {meta['command']}, git {meta['git_revision']})",
+            "speed-up": ours["old_spin"][0] / ours["new_spin"][0]}
 
 
 # -------------------------------------------------------------------------------- checks
