@@ -4,8 +4,11 @@
 
 One-shot copies of lesson 2 (``copy_ilp``) at several block sizes, persistent copies whose warps take
 chunks from a queue and load the next chunk before storing the current one (software pipelining:
-loads in flight between chunks too), and streaming cache hints. Every variant is checked after
-timing; CuPy's copy is timed at the start and the end. Writes OUT/copy_probe.csv.
+loads in flight between chunks too), and lesson 3's block queue. Every variant is checked after
+timing; CuPy's copy is timed at the start and the end; ``warps_per_sm`` is the driver's residency.
+Writes OUT/copy_probe.csv. (The committed data/nvidia-h200/probes/littles_law_copy_probe.csv was
+made at c22ffab, when the probe wrote its own queue kernel and labelled rows with the residency it
+asked for: its u16 queue rows ran at 8 warps/SM, see notebook 02.)
 """
 
 import sys
@@ -14,14 +17,14 @@ from pathlib import Path
 import cupy as cp
 import numpy as np
 import pandas as pd
-from numba import cuda
+from numba import cuda, typeof
 
 import gpu_lessons  # noqa: F401
 from gpu_lessons import bench
 from gpu_lessons import occupancy as occ
 from gpu_lessons.kernels import coalescing as co
 from gpu_lessons.kernels import littles_law as k
-from gpu_lessons.kernels.util import poison
+from gpu_lessons.kernels.util import poison, queue_counters
 
 OUT = Path(sys.argv[1])
 OUT.mkdir(parents=True, exist_ok=True)
@@ -30,53 +33,11 @@ SMS = cuda.get_current_device().MULTIPROCESSOR_COUNT
 LIMITS = occ.sm_limits()
 
 
-def queue_source(name: str, unroll: int) -> str:
-    lines = [f"def {name}(x, out, counters):",
-             "    lane = uint64(cuda.threadIdx.x) & uint64(31)",
-             "    groups = uint64(x.size) // uint64(4)",
-             f"    span = uint64({32 * unroll})",
-             "    chunks = groups // span",
-             "    got = int64(0)",
-             "    if lane == uint64(0):",
-             "        got = int64(cuda.atomic.add(counters, 0, uint64(1)))",
-             "    c = uint64(cuda.shfl_sync(0xffffffff, got, 0))",
-             "    base = c * span + lane"]
-    lines += ["    if c < chunks:"]
-    lines += [f"        a{j}, b{j}, c{j}, d{j} = load4(x, int64(base + uint64({32 * j})))"
-              for j in range(unroll)]
-    lines += ["    else:"]
-    lines += [f"        a{j} = b{j} = c{j} = d{j} = float32(0)" for j in range(unroll)]
-    lines += ["    while c < chunks:",
-              "        got = int64(0)",
-              "        if lane == uint64(0):",
-              "            got = int64(cuda.atomic.add(counters, 0, uint64(1)))",
-              "        nxt = uint64(cuda.shfl_sync(0xffffffff, got, 0))",
-              "        nbase = nxt * span + lane",
-              "        if nxt < chunks:"]
-    lines += [f"            e{j}, f{j}, g{j}, h{j} = load4(x, int64(nbase + uint64({32 * j})))"
-              for j in range(unroll)]
-    lines += ["        else:"]
-    lines += [f"            e{j} = f{j} = g{j} = h{j} = float32(0)" for j in range(unroll)]
-    lines += [f"        store4(out, int64(base + uint64({32 * j})), a{j}, b{j}, c{j}, d{j})"
-              for j in range(unroll)]
-    lines += [f"        a{j}, b{j}, c{j}, d{j} = e{j}, f{j}, g{j}, h{j}" for j in range(unroll)]
-    lines += ["        c, base = nxt, nbase",
-              "    if c == chunks:  # this warp drew the first chunk past the end: it copies the rest",
-              "        i = chunks * span + lane",
-              "        while i < groups:",
-              "            p, q, r, s = load4(x, int64(i))",
-              "            store4(out, int64(i), p, q, r, s)",
-              "            i += uint64(32)",
-              "        t = uint64(4) * groups + lane",
-              "        if t < uint64(x.size):",
-              "            out[t] = x[t]",
-              "    if lane == uint64(0):",
-              "        done = cuda.atomic.add(counters, 1, uint64(1))",
-              "        warps = uint64(cuda.gridDim.x) * uint64(cuda.blockDim.x) // uint64(32)",
-              "        if done == warps - uint64(1):",
-              "            counters[0] = uint64(0)",
-              "            counters[1] = uint64(0)"]
-    return "\n".join(lines) + "\n"
+def driver_warps(kernel, args, block, shared):
+    """Warps per SM the driver gives this launch shape (not the residency asked for)."""
+    signature = tuple(typeof(a) for a in args)
+    kernel.compile(signature)  # the driver is asked about compiled code
+    return occ.driver_blocks_per_sm(kernel, block, shared, signature=signature) * block // 32
 
 
 def main() -> None:
@@ -84,7 +45,7 @@ def main() -> None:
     x = cuda.to_device(rng.standard_normal(N, dtype=np.float32))
     out = cuda.device_array(N, np.float32)
     cx, cout = cp.asarray(x), cp.asarray(out)
-    counters = cuda.to_device(np.zeros(2, np.uint64))
+    counters = queue_counters(np.uint64)  # the launcher's own pair (only typed here)
     rows = []
 
     def timed(variant, launch, warps, **extra):
@@ -109,23 +70,27 @@ def main() -> None:
             shared = 0 if full else occ.shared_to_limit(block, per_sm, LIMITS)
             if shared > 48 * 1024:
                 k.allow_dynamic_shared(kernel, (x, out), LIMITS.shared_per_block_optin)
+            warps = driver_warps(kernel, (x, out), block, shared)
             timed(f"oneshot b{block} u{unroll}", lambda u=unroll, b=block, s=shared: k.copy_ilp_launch(
-                u, True, x, out, b, s), per_sm * block // 32, block=block, unroll=unroll)
-    # warp queue, software-pipelined
+                u, True, x, out, b, s), warps, block=block, unroll=unroll)
+    # the lesson's warp queue (gpu_lessons.kernels.littles_law.copy_queue), one claim per chunk
     for unroll in (2, 4, 8, 16):
-        name = f"copy_queue_u{unroll}"
-        kernel = k._compile(name, queue_source(name, unroll))
+        kernel = k.copy_queue(unroll)
         for block, per_sm in ((128, 4), (256, 2), (512, 1), (64, 8), (256, 1), (128, 2)):
             shared = occ.shared_to_limit(block, per_sm, LIMITS)
             if shared > 48 * 1024:
                 k.allow_dynamic_shared(kernel, (x, out, counters), LIMITS.shared_per_block_optin)
-            timed(f"queue u{unroll} b{block}x{per_sm}", lambda kk=kernel, b=block, p=per_sm, s=shared:
-                  kk[SMS * p, b, 0, s](x, out, counters), per_sm * block // 32, block=block, unroll=unroll)
+            timed(f"queue u{unroll} b{block}x{per_sm}", lambda u=unroll, b=block, p=per_sm, s=shared:
+                  k.copy_queue_launch(u, x, out, SMS * p, b, s),
+                  driver_warps(kernel, (x, out, counters), block, shared), block=block, unroll=unroll)
     # lesson 3's block queue at 16 warps per SM
+    args = (x, out, co.queue_counters())
     for block, per_sm in ((256, 2), (512, 1), (128, 4)):
         shared = occ.shared_to_limit(block, per_sm, LIMITS)
+        k.allow_dynamic_shared(co.copy_w16_queue, args, LIMITS.shared_per_block_optin)
         timed(f"block queue b{block}x{per_sm}", lambda b=block, p=per_sm, s=shared:
-              co.copy_w16_queue[SMS * p, b, 0, s](x, out, co.queue_counters()), per_sm * block // 32)
+              co.copy_w16_queue[SMS * p, b, 0, s](*args),
+              driver_warps(co.copy_w16_queue, args, block, shared))
     timed("cupy copy (end)", lambda: cp.copyto(cout, cx), 0)
     df = pd.DataFrame(rows)
     ref = df[df.variant.str.startswith("cupy")]["median_ms"].mean()
