@@ -16,9 +16,7 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .mode import choose_mode
-
-SIMULATED = choose_mode() == "sim"
+from . import SIMULATED
 
 WARMUP_RUNS = 3
 TIMED_RUNS = 25

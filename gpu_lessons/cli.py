@@ -64,16 +64,6 @@ def cmd_list(_args) -> int:
     return 0
 
 
-def _ceilings_for_plots(live_table=None):
-    """The roof: measured now when a table is given, else from the reference recording."""
-    from . import results
-    from .lessons import ceilings
-
-    if live_table is not None:
-        return ceilings.ceilings_from(live_table)
-    return ceilings.ceilings_from(results.read_recording(ceilings.NAME).table)
-
-
 def _run_checks(module) -> bool:
     checks = module.check()
     failed = checks[~checks["passed"]]
@@ -83,9 +73,17 @@ def _run_checks(module) -> bool:
     return failed.empty
 
 
+def _save_figures(module, result, roof: dict, out: Path, suffix: str = "") -> None:
+    from . import plots
+
+    for name, figure in module.figures(result, roof).items():
+        print(f"figure: {plots.save(figure, out / module.NAME / f'{name}{suffix}.png')}")
+
+
 def cmd_run(args) -> int:
     modules = _pick(args.lessons, include_ceilings=False)
-    from . import SIMULATED, describe, plots, results
+    from . import SIMULATED, describe, lessons, results
+    from .lessons import ceilings, runner
 
     print(describe())
     out = Path(args.out)
@@ -93,39 +91,21 @@ def cmd_run(args) -> int:
     for module in modules:
         ok = _run_checks(module) and ok
         if SIMULATED:
-            recording = results.read_recording(module.NAME)
-            table, provenance = recording.table, results.provenance(recording.meta)
-            roof = _ceilings_for_plots()
-            print(f"No GPU: showing the reference recording {recording.csv_path}")
+            result, roof = runner.load(module, live=False), lessons.roof()
+            print(f"No GPU: showing the reference recording {result.source}")
         else:
-            from .lessons import ceilings
-            from .lessons.common import measurement_meta
-
-            ceiling_table = ceilings.measure(show_progress=not args.no_progress)
-            table = module.measure(show_progress=not args.no_progress)
-            roof = _ceilings_for_plots(ceiling_table)
-            provenance = results.provenance(measurement_meta(module.NAME, live=True))
-        _print_table(_summary(table), f"{module.TITLE} ({provenance})")
-        figures = module.figures(table, roof, provenance)
-        if not SIMULATED:
-            figures.update(_reference_figures(module))
-        for name, figure in figures.items():
-            path = plots.save(figure, out / module.NAME / f"{name}.png")
-            print(f"figure: {path}")
+            roof = lessons.roof(runner.measure(ceilings, show_progress=not args.no_progress))
+            result = runner.measure(module, show_progress=not args.no_progress)
+            ok = not result.failures and ok
+        _print_table(_summary(result.table), f"{module.TITLE} ({result.provenance})")
+        _save_figures(module, result, roof, out)
+        if not SIMULATED:  # beside a live run, the same figures from the reference recording
+            try:
+                reference = runner.load(module, live=False)
+            except results.MissingRecordingError:
+                continue
+            _save_figures(module, reference, lessons.roof(), out, f"_reference_{reference.gpu}")
     return 0 if ok else 1
-
-
-def _reference_figures(module) -> dict:
-    """Beside a live run, the same figures from the reference recording (when there is one)."""
-    from . import results
-
-    try:
-        recording = results.read_recording(module.NAME)
-        roof = _ceilings_for_plots()
-    except results.MissingRecordingError:
-        return {}
-    figures = module.figures(recording.table, roof, results.provenance(recording.meta))
-    return {f"{name}_reference_{recording.gpu}": figure for name, figure in figures.items()}
 
 
 def _require_gpu(command: str) -> None:
@@ -137,54 +117,73 @@ def _require_gpu(command: str) -> None:
 
 
 def cmd_record(args) -> int:
-    from . import results
-    from .lessons.common import measurement_meta
+    """Check, measure and write one recording per lesson (and, with --ncu, its counters)."""
+    from . import ncu, results
+    from .lessons import runner
 
     modules = _pick(args.lessons, include_ceilings=True)
     _require_gpu("record")
     for module in modules:
         if not _run_checks(module):
             raise CommandError(f"{module.NAME}: correctness checks failed; nothing recorded")
-        table = module.measure(show_progress=not args.no_progress)
-        meta = measurement_meta(module.NAME, live=False)
-        path = results.write_recording(table, meta, module.NAME, root=args.data)
-        print(f"recorded {len(table)} rows: {path}")
-        _record_extras(module, args.data)
+        partial = Path(args.partial) / module.NAME if args.partial else None
+        result = runner.measure(module, sections=args.section, show_progress=not args.no_progress,
+                                partial=partial)
+        if result.failures:
+            failed = ", ".join(f.section for f in result.failures)
+            raise CommandError(f"{module.NAME}: section(s) {failed} failed; nothing recorded"
+                               + (f" (rows so far in {partial})" if partial else ""))
+        if args.section:
+            raise CommandError(f"{module.NAME}: --section measured part of the lesson; a recording needs "
+                               "every section (nothing recorded)")
+        result = runner.recorded(result)
+        if args.ncu and hasattr(module, "ncu_cases"):
+            work = Path(args.partial or "gpu-lessons-out") / module.NAME / "ncu"
+            cases, sources = ncu.profile(["-m", "gpu_lessons.ncu", "launch", module.NAME],
+                                         list(module.NCU_METRICS), work)
+            result = result.with_evidence(ncu=cases, sources=sources)
+        else:  # keep the counters (and their provenance) of the last ncu run
+            result = _with_earlier_counters(result, args.data)
+        for path in results.write_result(result, root=args.data):
+            print(f"recorded: {results.shown_path(path)}")
     return 0
 
 
-def _record_extras(module, root) -> None:
-    """Lessons with measurements that are not timings (lesson 5's floating-point experiment,
-    SASS counts) record them beside the table through their own ``record_extras(root)``."""
-    record_extras = getattr(module, "record_extras", None)
-    if record_extras is not None:
-        print(f"recorded extras: {record_extras(root=root)}")
+def _with_earlier_counters(result, root):
+    """A recording made without --ncu keeps the earlier recording's ncu block and its sources."""
+    from . import results
+
+    try:
+        earlier = results.read_result(result.lesson, gpu=result.gpu, root=root)
+    except results.MissingRecordingError:
+        return result
+    used = {entry["source"] for entry in earlier.evidence.ncu.values()}
+    sources = {name: value for name, value in earlier.evidence.sources.items() if name in used}
+    return result.with_evidence(ncu=earlier.evidence.ncu, sources=sources)
 
 
 def cmd_ceilings(args) -> int:
     from . import describe, device_info, results
-    from .lessons import ceilings
-    from .lessons.common import measurement_meta
+    from .lessons import ceilings, runner
 
     _require_gpu("ceilings")
     print(describe())
-    table = ceilings.measure(show_progress=not args.no_progress)
-    _print_table(_summary(table), ceilings.TITLE)
-    roof = ceilings.ceilings_from(table)
+    result = runner.measure(ceilings, show_progress=not args.no_progress)
+    _print_table(_summary(result.table), ceilings.TITLE)
+    roof = ceilings.ceilings_from(result.table)
     info = device_info()
     print(f"bandwidth ceiling: {roof['bandwidth_gbps']:,.0f} GB/s ({roof['bandwidth_variant']}); "
           f"datasheet estimate {info.datasheet_bandwidth_gbps:,.0f} GB/s")
     print(f"FP32 ceiling: {roof['peak_gflops'] / 1e3:,.1f} TFLOP/s ({roof['peak_variant']}) = "
           f"{100 * roof['peak_gflops'] / info.peak_fp32_gflops:.1f}% of the theoretical "
           f"{info.peak_fp32_gflops / 1e3:,.1f} TFLOP/s")
-    by_variant = table.set_index("variant")
+    by_variant = result.table.set_index("variant")
     if "cupy copy" in by_variant.index:
         print(f"{roof['bandwidth_variant']} / CuPy copy = "
               f"{roof['bandwidth_gbps'] / by_variant.loc['cupy copy', 'gbps']:.3f}")
     if args.record:
-        meta = measurement_meta(ceilings.NAME, live=False)
-        path = results.write_recording(table, meta, ceilings.NAME, root=args.data)
-        print(f"recorded: {path}")
+        for path in results.write_result(runner.recorded(result), root=args.data):
+            print(f"recorded: {results.shown_path(path)}")
     return 0
 
 
@@ -216,9 +215,15 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-progress", action="store_true", help="no progress bars")
     run.set_defaults(func=cmd_run)
 
-    record = sub.add_parser("record", help="measure on this GPU and write data/<gpu>/<lesson>.csv")
+    record = sub.add_parser("record", help="measure on this GPU and write data/<gpu>/<lesson>.*")
     record.add_argument("lessons", nargs="*", metavar="LESSON", help="default: ceilings and every lesson")
     record.add_argument("--data", default=None, help="data folder (default: the repository's data/)")
+    record.add_argument("--ncu", action="store_true",
+                        help="also profile the lesson's cases with Nsight Compute (ncu on the PATH)")
+    record.add_argument("--section", action="append", metavar="NAME",
+                        help="measure only this section (repeatable; for trying, records nothing)")
+    record.add_argument("--partial", default=None, metavar="DIR",
+                        help="save the rows so far after each section under DIR/<lesson>/")
     record.add_argument("--no-progress", action="store_true")
     record.set_defaults(func=cmd_record)
 

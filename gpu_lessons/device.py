@@ -9,6 +9,8 @@ from importlib.metadata import version
 
 from .mode import choose_mode
 
+WARP_SIZE = 32  # threads per warp on every NVIDIA GPU so far (and on the simulator)
+
 # FP32 lanes per SM by compute capability (CUDA C Programming Guide, "Arithmetic Instructions").
 FP32_LANES_PER_SM = {(6, 0): 64, (7, 0): 64, (7, 5): 64, (8, 0): 64}
 DEFAULT_FP32_LANES_PER_SM = 128  # 6.1, 8.6, 8.9, 9.0, 10.x, 12.x

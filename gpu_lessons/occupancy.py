@@ -8,7 +8,7 @@ An SM holds a block only when all of its resources fit: threads (warps), a slot 
 registers and shared memory. The rules below are those of NVIDIA's occupancy calculator
 (``cuda_occupancy.h`` in the CUDA toolkit), which the driver's
 ``cuOccupancyMaxActiveBlocksPerMultiprocessor`` implements; on a GPU the lesson compares the two for
-every kernel of the package (``benchmarks/occupancy_driver.py``, recorded in
+every kernel of the package (``benchmarks/record_occupancy_driver.py``, recorded in
 ``data/<gpu>/occupancy_driver.csv``).
 
 * warps: a block of ``t`` threads takes ``ceil(t / 32)`` warp slots (a partial warp is a whole one).
@@ -243,21 +243,17 @@ def _read_device_limits() -> SMLimits:
     )
 
 
-RECORDING = "littles_law"  # the lesson whose recording keeps the SM limits (meta facts.sm_limits)
-META_KEY = "sm_limits"
+RECORDING = "littles_law"  # the lesson whose recording keeps the SM limits (evidence facts.sm_limits)
+FACT = "sm_limits"
 
 
 def recorded_limits(gpu: str | None = None) -> SMLimits:
     """The SM limits kept with a GPU's recording of lesson 2."""
     from . import results
 
-    recording = results.read_recording(RECORDING, gpu=gpu)
-    facts = recording.meta.get("facts", {})
-    if META_KEY not in facts:
-        raise results.RecordingError(f"{results.shown_path(recording.meta_path)}: no facts.{META_KEY} key")
-    return SMLimits.from_dict(facts[META_KEY],
-                              source=f"recorded on {recording.meta['gpu']} "
-                                     f"({results.shown_path(recording.meta_path)})")
+    result = results.read_result(RECORDING, gpu=gpu)
+    return SMLimits.from_dict(result.evidence.fact(FACT),
+                              source=f"recorded on {result.meta['gpu']} ({result.evidence.origin})")
 
 
 @lru_cache(maxsize=1)
@@ -343,9 +339,9 @@ def driver_blocks_per_sm(kernel, threads_per_block: int, dynamic_shared_bytes: i
 
 
 # ---------------------------------------------------------------------------------------------
-# The driver's answers, recorded on a GPU by benchmarks/occupancy_driver.py
+# The driver's answers, recorded on a GPU by benchmarks/record_occupancy_driver.py
 
-DRIVER_TABLE = "occupancy_driver"  # data/<gpu>/occupancy_driver.csv and .json
+DRIVER_TABLE = "occupancy_driver"  # data/<gpu>/checks/occupancy_driver.csv and .json
 
 
 def recorded_driver_table(gpu: str | None = None, root=None):
@@ -357,7 +353,7 @@ def recorded_driver_table(gpu: str | None = None, root=None):
 
     from . import results
 
-    folder = results.data_root(root) / (gpu or results.DEFAULT_GPU)
+    folder = results.data_root(root) / (gpu or results.DEFAULT_GPU) / "checks"
     csv_path, json_path = folder / f"{DRIVER_TABLE}.csv", folder / f"{DRIVER_TABLE}.json"
     if not csv_path.exists():
         raise results.MissingRecordingError(f"{results.shown_path(csv_path)}: no driver comparison recorded")

@@ -76,3 +76,23 @@ def summary(sass: str) -> dict:
         "spill_ops": sum(n for op, n in ops.items() if op.startswith(("LDL", "STL"))),
         "top": ops.most_common(10),
     }
+
+
+def lines(sass: str, pattern: str = r"\b(LDG|STG|LDS|STS|LDL|STL|BAR)\b", most: int = 40) -> list[str]:
+    """The first ``most`` instructions matching ``pattern``, address and text, for an excerpt."""
+    found = []
+    for line in sass.splitlines():
+        m = _LINE.search(line)
+        if m and m.group(3) != "NOP" and re.search(pattern, m.group(3)):
+            found.append(f"/*{m.group(1)}*/ {(m.group(2) or '')}{m.group(3)}{m.group(4)}".strip())
+            if len(found) == most:
+                break
+    return found
+
+
+def evidence(sass: str, pattern: str | None = None, most: int = 40) -> dict:
+    """A kernel's SASS as a recording keeps it: the opcode counts, the summary, an excerpt."""
+    kept = {"counts": dict(sorted(mix(sass).items())), "summary": summary(sass)}
+    if pattern is not None:
+        kept["lines"] = lines(sass, pattern, most)
+    return kept

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .results import MissingRecordingError, Recording, RecordingError, read_recording
+from .results import LessonResult, MissingRecordingError, RecordingError, read_result
 
 UNITS = {"gbps": "GB/s", "gflops": "GFLOP/s"}
 OURS = "gpu_lessons"
@@ -131,7 +131,7 @@ def _reference_label(reference: str) -> str:
     return reference
 
 
-def _theoretical(recording: Recording, comparison: Comparison) -> float:
+def _theoretical(recording: LessonResult, comparison: Comparison) -> float:
     key = comparison.reference[len(THEORY_PREFIX):]
     value = recording.meta.get(key)
     if not isinstance(value, int | float) or value <= 0:
@@ -139,7 +139,7 @@ def _theoretical(recording: Recording, comparison: Comparison) -> float:
     return float(value)
 
 
-def score(recording: Recording, comparison: Comparison) -> dict:
+def score(recording: LessonResult, comparison: Comparison) -> dict:
     """Our best variant against the reference, both from this recording, at one size."""
     if recording.lesson != comparison.lesson:
         raise ComparisonError(
@@ -188,7 +188,7 @@ def _unscored(comparison: Comparison, status: str, problem: str = "") -> dict:
     }
 
 
-def _scored(comparison: Comparison, recording: Recording | RecordingError | None) -> dict:
+def _scored(comparison: Comparison, recording: LessonResult | RecordingError | None) -> dict:
     if recording is None:
         return _unscored(comparison, NOT_RECORDED)
     if isinstance(recording, RecordingError):
@@ -208,10 +208,10 @@ def scoreboard(
     reason in `problem` (a broken recording, an unknown variant...), so one bad file does not
     hide the other rows. ``df.attrs["provenance"]`` maps each GPU slug used to its caption line.
     """
-    recordings: dict[str, Recording | RecordingError | None] = {}
+    recordings: dict[str, LessonResult | RecordingError | None] = {}
     for lesson in dict.fromkeys(c.lesson for c in comparisons):
         try:
-            recordings[lesson] = read_recording(lesson, gpu, root)
+            recordings[lesson] = read_result(lesson, gpu, root)
         except MissingRecordingError:
             recordings[lesson] = None
         except RecordingError as error:
@@ -222,12 +222,12 @@ def scoreboard(
         board[column] = board[column].astype("Int64")
     board["param"] = board["param"].astype("float64")
     board.attrs["provenance"] = {
-        r.gpu: r.provenance for r in recordings.values() if isinstance(r, Recording)
+        r.gpu: r.provenance for r in recordings.values() if isinstance(r, LessonResult)
     }
     # Lessons are recorded on different days: each caption with the lessons it covers.
     captions: dict[str, list[str]] = {}
     for lesson, r in recordings.items():
-        if isinstance(r, Recording):
+        if isinstance(r, LessonResult):
             captions.setdefault(r.provenance, []).append(lesson)
     board.attrs["captions"] = captions
     return board

@@ -10,9 +10,7 @@ Contract, as in CUDA C: the array is float32, C-contiguous, and starts on a 16-b
 On the simulator they are plain Python and count as one 16-byte access in the traffic tracer.
 """
 
-from .mode import choose_mode
-
-SIMULATED = choose_mode() == "sim"
+from . import SIMULATED
 
 
 def _raw(array):

@@ -1,4 +1,4 @@
-"""The calculator against the driver's answers recorded on the H200 (benchmarks/occupancy_driver.py).
+"""The calculator against the driver's answers recorded on the H200 (benchmarks/record_occupancy_driver.py).
 
 Every recorded case is recomputed here from the kernel's recorded registers and shared memory and
 the recorded SM limits, so a change to the calculator that breaks agreement with the driver fails

@@ -56,7 +56,7 @@ def png_size(path) -> tuple[int, int]:
 
 
 def test_bandwidth_vs_size(table, tmp_path):
-    fig = plots.bandwidth_vs_size(table, ceiling_gbps=CEILING, ceiling_label="measured ceiling",
+    fig = plots.charts.bandwidth_vs_size(table, ceiling_gbps=CEILING, ceiling_label="measured ceiling",
                                   provenance=PROVENANCE)
     ax = fig.axes[0]
     assert ax.get_xlabel() == "Bytes moved per call (reads + writes)"
@@ -79,7 +79,7 @@ def test_bandwidth_vs_size(table, tmp_path):
 
 
 def test_bandwidth_vs_size_without_ceiling_or_caption(table):
-    fig = plots.bandwidth_vs_size(table)
+    fig = plots.charts.bandwidth_vs_size(table)
     assert len(fig.axes[0].get_lines()) == 3
     assert fig.get_supxlabel() == ""
 
@@ -87,11 +87,11 @@ def test_bandwidth_vs_size_without_ceiling_or_caption(table):
 def test_bandwidth_vs_size_draws_into_a_given_axes(table):
     fig = matplotlib.figure.Figure()
     ax = fig.add_subplot()
-    assert plots.bandwidth_vs_size(table, ax=ax) is fig
+    assert plots.charts.bandwidth_vs_size(table, ax=ax) is fig
 
 
 def test_percent_of_ceiling(table, tmp_path):
-    fig = plots.percent_of_ceiling(table, CEILING, provenance=PROVENANCE)
+    fig = plots.charts.percent_of_ceiling(table, CEILING, provenance=PROVENANCE)
     ax = fig.axes[0]
     bars = ax.patches
     assert len(bars) == 3
@@ -111,9 +111,9 @@ def test_percent_of_ceiling(table, tmp_path):
 
 def test_percent_of_ceiling_rejects_bad_arguments(table):
     with pytest.raises(ValueError, match="metric"):
-        plots.percent_of_ceiling(table, CEILING, metric="tflops")
+        plots.charts.percent_of_ceiling(table, CEILING, metric="tflops")
     with pytest.raises(ValueError, match="ceiling must be positive"):
-        plots.percent_of_ceiling(table, 0)
+        plots.charts.percent_of_ceiling(table, 0)
 
 
 POINTS = pd.DataFrame({
@@ -126,7 +126,7 @@ POINTS = pd.DataFrame({
 
 def test_roofline(tmp_path):
     bandwidth, peak = 4050.0, 60500.0
-    fig = plots.roofline(bandwidth, peak, points=POINTS,
+    fig = plots.charts.roofline(bandwidth, peak, points=POINTS,
                          datasheet={"bandwidth_gbps": 4800.0, "peak_gflops": 66900.0},
                          provenance=PROVENANCE)
     ax = fig.axes[0]
@@ -153,7 +153,7 @@ def test_roofline(tmp_path):
 
 
 def test_roofline_without_extras():
-    fig = plots.roofline(4000.0, 60000.0)
+    fig = plots.charts.roofline(4000.0, 60000.0)
     ax = fig.axes[0]
     roofs = [line for line in ax.get_lines() if line.get_label().startswith("measured roof")]
     assert [line.get_linestyle() for line in roofs] == ["-"]
@@ -162,12 +162,12 @@ def test_roofline_without_extras():
 
 
 def test_roofline_datasheet_peak_only_and_bad_points():
-    fig = plots.roofline(4000.0, 60000.0, datasheet={"peak_gflops": 67000.0})
+    fig = plots.charts.roofline(4000.0, 60000.0, datasheet={"peak_gflops": 67000.0})
     dashed = [line for line in fig.axes[0].get_lines() if line.get_linestyle() == "--"]
     assert len(dashed) == 1 and list(dashed[0].get_ydata()) == [67000.0, 67000.0]
     assert dashed[0].get_label() == "datasheet (67,000 GFLOP/s)"
     with pytest.raises(ValueError, match="points lacks column"):
-        plots.roofline(4000.0, 60000.0, points=POINTS.drop(columns="gflops"))
+        plots.charts.roofline(4000.0, 60000.0, points=POINTS.drop(columns="gflops"))
 
 
 @pytest.mark.parametrize(
@@ -182,6 +182,18 @@ def test_figures_are_detached_from_pyplot(table):
     import matplotlib.pyplot as plt
 
     before = len(plt.get_fignums())
-    plots.bandwidth_vs_size(table)
+    plots.charts.bandwidth_vs_size(table)
     assert len(plt.get_fignums()) == before  # shown once in Jupyter, nothing left open in loops
-    assert math.isclose(plots.SAVE_DPI, 120)
+    assert math.isclose(plots.style.SAVE_DPI, 120)
+
+
+def test_alt_text_travels_in_the_png_and_in_jupyters_output(table, tmp_path):
+    from PIL import Image
+
+    alt = "Copy bandwidth rises with size to the ceiling."
+    fig = plots.with_alt(plots.charts.bandwidth_vs_size(table), alt.replace(" to", "  to"))
+    path = plots.save(fig, tmp_path / "alt.png")
+    assert Image.open(path).info["Description"] == alt
+    data, metadata = plots.style._png_with_alt(fig)
+    assert data.startswith(b"\x89PNG") and metadata == {"alt": alt}
+    assert isinstance(plots.style._png_with_alt(plots.charts.bandwidth_vs_size(table)), bytes)

@@ -12,16 +12,22 @@ import pytest
 from gpu_lessons import results
 from gpu_lessons.results import (
     COLUMNS,
+    LessonResult,
     MissingRecordingError,
     RecordingError,
     list_recordings,
     make_table,
     provenance,
-    read_recording,
-    write_recording,
+    read_result,
+    write_result,
 )
 
 LESSON = "roofline"
+
+
+def write_recording(table, meta, lesson, root=None):
+    """Write a table and meta as a lesson's recording; returns the CSV's path."""
+    return write_result(LessonResult(lesson=lesson, table=table, meta=meta), root=root)[0]
 GPU = "nvidia-h200"
 
 
@@ -131,10 +137,10 @@ def test_make_table_rejects_duplicate_measurements():
 def test_round_trip(recorded):
     root, csv_path, meta_path = recorded
     assert csv_path == root / GPU / f"{LESSON}.csv"
-    recording = read_recording(LESSON, root=root)
+    recording = read_result(LESSON, root=root)
     pd.testing.assert_frame_equal(recording.table, make_table(sample_records()), check_exact=True)
     assert recording.meta == sample_meta()
-    assert (recording.csv_path, recording.meta_path) == (csv_path, meta_path)
+    assert recording.source == str(csv_path)  # outside the repository: the full path
     assert (recording.gpu, recording.lesson) == (GPU, LESSON)
     assert recording.provenance == provenance(sample_meta())
 
@@ -143,7 +149,7 @@ def test_write_fills_in_the_lesson_and_keeps_extras(tmp_path):
     meta = sample_meta(sm_clock_now_mhz=1755)
     del meta["lesson"]
     write_recording(make_table(sample_records()), meta, LESSON, root=tmp_path)
-    assert read_recording(LESSON, root=tmp_path).meta["sm_clock_now_mhz"] == 1755
+    assert read_result(LESSON, root=tmp_path).meta["sm_clock_now_mhz"] == 1755
 
 
 def test_write_checks_before_writing(tmp_path):
@@ -174,27 +180,27 @@ def write_for(root, slug, lesson=LESSON):
 def test_default_gpu_is_the_h200_when_present(tmp_path):
     write_for(tmp_path, "nvidia-a100-sxm4-80gb")
     write_for(tmp_path, GPU)
-    assert read_recording(LESSON, root=tmp_path).gpu == GPU
-    assert read_recording(LESSON, gpu="nvidia-a100-sxm4-80gb", root=tmp_path).gpu != GPU
+    assert read_result(LESSON, root=tmp_path).gpu == GPU
+    assert read_result(LESSON, gpu="nvidia-a100-sxm4-80gb", root=tmp_path).gpu != GPU
 
 
 def test_default_gpu_is_the_only_one(tmp_path):
     write_for(tmp_path, "nvidia-l4")
-    assert read_recording(LESSON, root=tmp_path).gpu == "nvidia-l4"
+    assert read_result(LESSON, root=tmp_path).gpu == "nvidia-l4"
 
 
 def test_default_gpu_ambiguous_lists_the_choices(tmp_path):
     write_for(tmp_path, "nvidia-l4")
     write_for(tmp_path, "nvidia-a100")
     with pytest.raises(RecordingError, match="choose one with gpu=: nvidia-a100, nvidia-l4"):
-        read_recording(LESSON, root=tmp_path)
+        read_result(LESSON, root=tmp_path)
 
 
 def test_data_root_from_environment(tmp_path, monkeypatch):
     write_for(tmp_path, GPU)
     monkeypatch.setenv(results.DATA_VARIABLE, str(tmp_path))
     assert results.data_root() == tmp_path
-    assert read_recording(LESSON).csv_path == tmp_path / GPU / f"{LESSON}.csv"
+    assert read_result(LESSON).source == str(tmp_path / GPU / f"{LESSON}.csv")
 
 
 def test_default_data_root_is_the_repository_data_folder(monkeypatch):
@@ -263,7 +269,7 @@ def test_bad_csv(recorded, edit, problem):
     root, csv_path, _ = recorded
     edit_csv(csv_path, edit)
     with pytest.raises(RecordingError) as error:
-        read_recording(LESSON, root=root)
+        read_result(LESSON, root=root)
     message = str(error.value)
     assert message.startswith(f"{csv_path}: ")  # outside the repository: the full path
     assert problem in message
@@ -282,7 +288,7 @@ def test_unreadable_csv(recorded, content, problem):
     root, csv_path, _ = recorded
     csv_path.write_bytes(content)
     with pytest.raises(RecordingError, match=problem.replace(".", r"\.")):
-        read_recording(LESSON, root=root)
+        read_result(LESSON, root=root)
 
 
 def meta_without(key):
@@ -311,7 +317,7 @@ def test_bad_meta(recorded, edit, problem):
     root, _, meta_path = recorded
     meta_path.write_text(json.dumps(edit(json.loads(meta_path.read_text()))))
     with pytest.raises(RecordingError) as error:
-        read_recording(LESSON, root=root)
+        read_result(LESSON, root=root)
     assert str(error.value).startswith(f"{meta_path}: {problem}")
 
 
@@ -319,33 +325,33 @@ def test_meta_not_json(recorded):
     root, _, meta_path = recorded
     meta_path.write_text("{'gpu': 'H200'}")
     with pytest.raises(RecordingError, match=r"roofline\.meta\.json: not valid JSON \(.* line 1"):
-        read_recording(LESSON, root=root)
+        read_result(LESSON, root=root)
 
 
 def test_half_a_recording(recorded):
     root, csv_path, meta_path = recorded
     meta_path.unlink()
     with pytest.raises(RecordingError, match=r"roofline\.meta\.json: file is missing") as error:
-        read_recording(LESSON, root=root)
+        read_result(LESSON, root=root)
     assert not isinstance(error.value, MissingRecordingError)  # broken, not merely absent
     meta_path.write_text("{}")
     csv_path.unlink()
     with pytest.raises(RecordingError, match=r"roofline\.csv: file is missing"):
-        read_recording(LESSON, root=root)
+        read_result(LESSON, root=root)
 
 
 def test_missing_recordings(recorded, tmp_path):
     root, _, _ = recorded
     with pytest.raises(MissingRecordingError, match="bandwidth.csv: no recording of lesson "
                        r"'bandwidth' on this GPU \(recorded lessons: roofline\)"):
-        read_recording("bandwidth", gpu=GPU, root=root)
+        read_result("bandwidth", gpu=GPU, root=root)
     with pytest.raises(MissingRecordingError, match=r"no GPU has a recording of lesson 'bandwidth'"):
-        read_recording("bandwidth", root=root)
+        read_result("bandwidth", root=root)
     with pytest.raises(MissingRecordingError, match=r"nvidia-l4: no recordings for GPU 'nvidia-l4' "
                        r"\(recorded GPUs: nvidia-h200\)"):
-        read_recording(LESSON, gpu="nvidia-l4", root=root)
+        read_result(LESSON, gpu="nvidia-l4", root=root)
     with pytest.raises(MissingRecordingError, match="the data folder does not exist"):
-        read_recording(LESSON, root=tmp_path / "nowhere")
+        read_result(LESSON, root=tmp_path / "nowhere")
 
 
 def test_messages_inside_the_repository_are_relative(monkeypatch):

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from gpu_lessons.results import make_table, read_recording, write_recording
+from gpu_lessons.results import LessonResult, make_table, read_result, write_result
 from gpu_lessons.scoreboard import (
     FAILED,
     NOT_RECORDED,
@@ -55,13 +55,13 @@ COPY = Comparison(title="copy bandwidth", lesson=LESSON, metric="gbps", referenc
 
 @pytest.fixture
 def root(tmp_path):
-    write_recording(make_table(RECORDS), META, LESSON, root=tmp_path)
+    write_result(LessonResult(lesson=LESSON, table=make_table(RECORDS), meta=META), root=tmp_path)
     return tmp_path
 
 
 @pytest.fixture
 def recording(root):
-    return read_recording(LESSON, root=root)
+    return read_result(LESSON, root=root)
 
 
 def test_best_of_ours_at_the_largest_common_size(recording):
@@ -123,7 +123,7 @@ def test_scoreboard_rows_and_not_recorded(root):
     assert board.loc[0, "ratio"] == pytest.approx(3600 / 3200)
     missing = board.iloc[1]
     assert missing["lesson"] == "gemm" and math.isnan(missing["ratio"])
-    assert board.attrs["provenance"] == {GPU: read_recording(LESSON, root=root).provenance}
+    assert board.attrs["provenance"] == {GPU: read_result(LESSON, root=root).provenance}
 
 
 def test_scoreboard_without_any_data(tmp_path):
@@ -173,10 +173,10 @@ def test_scoreboard_reports_broken_recordings_and_bad_comparisons_as_rows(root):
 
 def test_theoretical_reference_reads_the_meta(tmp_path):
     from gpu_lessons.lessons import ceilings
-    from gpu_lessons.results import read_recording
+    from gpu_lessons.results import read_result
     from gpu_lessons.scoreboard import Comparison, ComparisonError, score
 
-    recording = read_recording("ceilings")
+    recording = read_result("ceilings")
     theory = next(c for c in ceilings.COMPARISONS if c.reference.startswith("theory:"))
     row = score(recording, theory)
     assert row["reference"] == recording.meta["peak_fp32_gflops"]

@@ -423,12 +423,13 @@ def test_gpu_mode_runs_the_python_function_through_the_simulator(tmp_path):
 # -- against Nsight Compute on an H200 -------------------------------------------------------------
 
 # GPU_LESSONS_NCU_COUNTERS points the comparison at another recording (e.g. a dry run's)
-H200_RECORDING = REPO / "data" / "nvidia-h200" / "ncu_counters.csv"
+H200_RECORDING = REPO / "data" / "nvidia-h200" / "checks" / "ncu_counters.csv"
 RECORDING = Path(os.environ.get("GPU_LESSONS_NCU_COUNTERS", H200_RECORDING))
 
 
 def _ncu_script():
-    spec = importlib.util.spec_from_file_location("ncu_counters", REPO / "benchmarks" / "ncu_counters.py")
+    path = REPO / "benchmarks" / "record_ncu_counters.py"
+    spec = importlib.util.spec_from_file_location("record_ncu_counters", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
@@ -440,7 +441,7 @@ RECORDED = ncu_counters.read_counters(RECORDING) if RECORDING.exists() else {}
 
 
 @pytest.mark.skipif(not RECORDED, reason=f"no hardware recording at {RECORDING} "
-                    "(python benchmarks/ncu_counters.py record --out data/nvidia-h200, on the H200)")
+                    "(python benchmarks/record_ncu_counters.py --out data/nvidia-h200/checks, on the H200)")
 @pytest.mark.parametrize("case", [c for c in ncu_counters.CASES if c.name in RECORDED] or [None],
                          ids=lambda c: c.name if c else "none")
 def test_tracer_matches_nsight_compute(case):
@@ -457,4 +458,4 @@ def test_tracer_matches_nsight_compute(case):
 
 def test_every_recorded_case_is_still_defined():
     unknown = set(RECORDED) - {c.name for c in ncu_counters.CASES}
-    assert not unknown, f"recorded cases no longer defined in benchmarks/ncu_counters.py: {sorted(unknown)}"
+    assert not unknown, f"recorded cases no longer in benchmarks/record_ncu_counters.py: {sorted(unknown)}"

@@ -43,7 +43,7 @@ from gpu_lessons.sim.warp_cases import masked_shuffles  # noqa: E402
 FULL = 0xFFFFFFFF
 MODES = ("idx", "up", "down", "bfly")
 NUMBA_C = {"idx": 0x1F, "up": 0, "down": 0x1F, "bfly": 0x1F}  # numba-cuda's intrinsics.py
-RECORDING = ROOT / "data" / "nvidia-h200" / "warp_primitives.npz"
+RECORDING = ROOT / "data" / "nvidia-h200" / "checks" / "warp_primitives.npz"
 SENTINEL = -7
 
 
@@ -610,7 +610,7 @@ def as_bits(array):
 
 @pytest.mark.skipif(not RECORDING.exists(), reason=(
     f"no GPU recording at {RECORDING.relative_to(ROOT)}: run "
-    "`python benchmarks/record_warp_outputs.py --out data/nvidia-h200` on an H200 and commit it"))
+    "`python benchmarks/record_warp_primitives.py --out data/nvidia-h200/checks` on an H200 and commit it"))
 def test_simulator_matches_gpu_bit_for_bit(simulated_cases):
     from gpu_lessons.sim.warp_cases import fingerprints
 

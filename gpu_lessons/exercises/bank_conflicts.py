@@ -15,21 +15,20 @@ import numba
 import numpy as np
 from numba import cuda
 
+from ..device import WARP_SIZE
 from ..kernels import bank_conflicts as kernels
 from ..sim import memory_model
 from . import guarded, report
-
-WARP = 32
 
 # ----------------------------------------------------------------------------- exercise 1
 
 
 def stride_wavefronts(stride: int, word_bytes: int = 4) -> int:
     """What the tracer counts for 32 lanes reading element ``lane * stride`` of a shared array."""
-    lanes = np.arange(WARP)
+    lanes = np.arange(WARP_SIZE)
     addresses = lanes * stride * word_bytes
-    wavefronts, _ = memory_model.shared_wavefronts(np.zeros(WARP, int), lanes, addresses,
-                                                   np.full(WARP, word_bytes), 1)
+    wavefronts, _ = memory_model.shared_wavefronts(np.zeros(WARP_SIZE, int), lanes, addresses,
+                                                   np.full(WARP_SIZE, word_bytes), 1)
     return int(wavefronts[0])
 
 
@@ -128,10 +127,10 @@ def solution_conflict_free_transpose(a, out):
 
 def float64_column_wavefronts(padding: int) -> tuple[int, int]:
     """(wavefronts, ideal) for 32 lanes reading column 0 of a (32, 32 + padding) float64 tile."""
-    lanes = np.arange(WARP)
+    lanes = np.arange(WARP_SIZE)
     addresses = lanes * (32 + padding) * 8
-    wavefronts, ideal = memory_model.shared_wavefronts(np.zeros(WARP, int), lanes, addresses,
-                                                       np.full(WARP, 8), 1)
+    wavefronts, ideal = memory_model.shared_wavefronts(np.zeros(WARP_SIZE, int), lanes, addresses,
+                                                       np.full(WARP_SIZE, 8), 1)
     return int(wavefronts[0]), int(ideal[0])
 
 

@@ -13,10 +13,9 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, float32
 
+from ..device import WARP_SIZE
 from ..kernels import reduce as k
 from . import guarded, report
-
-WARP = 32
 
 # ----------------------------------------------------------------------------- exercise 1
 
@@ -30,8 +29,8 @@ def _warp_sums_kernel(warp_reduce_sum):
         i = cuda.grid(1)
         value = x[i] if i < x.size else float32(0)  # past the end: zero, and stay for the shuffles
         value = warp_reduce_sum(value)
-        if cuda.threadIdx.x % WARP == 0:
-            out[i // WARP] = value
+        if cuda.threadIdx.x % WARP_SIZE == 0:
+            out[i // WARP_SIZE] = value
 
     return warp_sums
 
@@ -42,13 +41,13 @@ def check_warp_reduce_sum(warp_reduce_sum) -> object:
 
     def attempt():
         x = np.random.default_rng().standard_normal(WARP_N, dtype=np.float32)
-        warps = WARP_BLOCK // WARP
+        warps = WARP_BLOCK // WARP_SIZE
         out = np.full(warps, np.nan, np.float32)
         _warp_sums_kernel(warp_reduce_sum)[1, WARP_BLOCK](x, out)
         padded = np.zeros(WARP_BLOCK, np.float32)
         padded[:WARP_N] = x
         for w in range(warps):
-            part = padded[w * WARP:(w + 1) * WARP]
+            part = padded[w * WARP_SIZE:(w + 1) * WARP_SIZE]
             exact = float(np.sum(part, dtype=np.float64))
             bound = _gamma(5) * float(np.sum(np.abs(part), dtype=np.float64))  # 5 rounds of adds
             if not abs(float(out[w]) - exact) <= bound:
@@ -56,7 +55,7 @@ def check_warp_reduce_sum(warp_reduce_sum) -> object:
                 return report(name, False, f"lane 0 of {where} holds {out[w]:.6f}, its warp's sum is "
                               f"{exact:.6f} (lanes past the end of x hold 0)")
         return report(name, True, f"lane 0 of each of {warps} warps holds its warp's sum, the partial "
-                      f"last warp ({WARP_N % WARP} lanes of data) included")
+                      f"last warp ({WARP_N % WARP_SIZE} lanes of data) included")
 
     return guarded(name, attempt)
 

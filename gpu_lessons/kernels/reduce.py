@@ -28,12 +28,12 @@ import numpy as np
 from numba import cuda, float32, int32, uint64
 
 from ..checks import InputError, require_aligned, require_array, require_contiguous, require_int
+from ..device import WARP_SIZE
 from ..vector import load4
 from .arrays import to_device
 from .launch import resident_blocks
 
 BLOCK = 256  # threads per block for every kernel here (shared arrays need a literal size)
-WARP = 32
 FULL_MASK = 0xFFFFFFFF
 UNROLL = 4  # float4 loads in flight per thread in the vec4 kernels' main loop
 
@@ -176,12 +176,12 @@ def block_reduce_sum(value, warp_sums):
     """Two levels: each warp's sum to shared memory, then the first warp sums those (thread 0)."""
     tid = cuda.threadIdx.x
     value = warp_reduce_sum(value)
-    if tid % WARP == 0:
-        warp_sums[tid // WARP] = value
+    if tid % WARP_SIZE == 0:
+        warp_sums[tid // WARP_SIZE] = value
     cuda.syncthreads()
-    warp_count = (cuda.blockDim.x + WARP - 1) // WARP
+    warp_count = (cuda.blockDim.x + WARP_SIZE - 1) // WARP_SIZE
     value = warp_sums[tid] if tid < warp_count else float32(0)
-    if tid < WARP:
+    if tid < WARP_SIZE:
         value = warp_reduce_sum(value)
     return value
 
@@ -189,7 +189,7 @@ def block_reduce_sum(value, warp_sums):
 @cuda.jit
 def warp_shuffle(x, out):
     """The notes' reduce_sum: two elements per grid-stride step, shuffles at both levels."""
-    warp_sums = cuda.shared.array(WARP, float32)
+    warp_sums = cuda.shared.array(WARP_SIZE, float32)
     tid = cuda.threadIdx.x
     n = uint64(x.size)
     width = uint64(cuda.blockDim.x)
@@ -254,7 +254,7 @@ def vec4_thread_sum(x):
 
 @cuda.jit
 def vec4(x, out):
-    warp_sums = cuda.shared.array(WARP, float32)
+    warp_sums = cuda.shared.array(WARP_SIZE, float32)
     value = block_reduce_sum(vec4_thread_sum(x), warp_sums)
     if cuda.threadIdx.x == 0:
         cuda.atomic.add(out, 0, value)
@@ -267,7 +267,7 @@ def vec4(x, out):
 def fixed_order_sum(partials, count):
     """Sum partials[0:count] in an order that depends only on count (one block). Each thread
     loads four partials at a time (one round trip per four, as in vec4_thread_sum)."""
-    warp_sums = cuda.shared.array(WARP, float32)
+    warp_sums = cuda.shared.array(WARP_SIZE, float32)
     width = cuda.blockDim.x
     b = cuda.threadIdx.x
     value = float32(0)
@@ -293,7 +293,7 @@ def vec4_last_block(x, partials, counter, out):
     The fences order the partial's store before the ticket (writer) and the ticket before the
     loads of the partials (last block). The last block resets the counter for the next launch.
     """
-    warp_sums = cuda.shared.array(WARP, float32)
+    warp_sums = cuda.shared.array(WARP_SIZE, float32)
     is_last = cuda.shared.array(1, int32)
     tid = cuda.threadIdx.x
     value = block_reduce_sum(vec4_thread_sum(x), warp_sums)
@@ -317,7 +317,7 @@ def vec4_last_block(x, partials, counter, out):
 
 @cuda.jit
 def vec4_partials(x, partials):
-    warp_sums = cuda.shared.array(WARP, float32)
+    warp_sums = cuda.shared.array(WARP_SIZE, float32)
     value = block_reduce_sum(vec4_thread_sum(x), warp_sums)
     if cuda.threadIdx.x == 0:
         partials[cuda.blockIdx.x] = value

@@ -1,12 +1,25 @@
-"""The lessons, in teaching order. Each module has NAME, TITLE, NOTEBOOK, SUMMARY, COMPARISONS,
-``measure()`` (GPU: the tidy table), ``check()`` (either mode: kernels against NumPy) and
-``figures()``. ``ceilings`` is the experiment every roofline is drawn from."""
+"""The lessons, in teaching order, and the one protocol every lesson module follows.
+
+A lesson module (``lessons/<topic>.py``) has:
+
+    NAME, TITLE, NOTEBOOK, SUMMARY   its topic name, title, notebook file and one-line summary
+    COMPARISONS                      scoreboard rows: our best variant against what a user would pick
+    SECTIONS                         the experiment, as ``runner.Section``s measured in order on a GPU
+    check() -> DataFrame             every kernel against NumPy on awkward sizes (either mode)
+    figures(result, roof) -> dict    the lesson's figures from a ``LessonResult`` and the measured roof
+    NCU_METRICS, ncu_cases()         optional: the Nsight Compute counters ``record --ncu`` keeps
+
+What a run learns travels in its ``LessonResult`` (table, facts, evidence), never in module state.
+``load(name)`` gives a lesson's result: measured live on a GPU, else its recording under ``data/``.
+``ceilings`` is the experiment every roofline is drawn from.
+"""
 
 from __future__ import annotations
 
 from types import ModuleType
 
-from . import bank_conflicts, ceilings, coalescing, gemm, littles_law, reduce, roofline
+from ..results import LessonResult
+from . import bank_conflicts, ceilings, coalescing, gemm, littles_law, reduce, roofline, runner
 
 LESSONS: dict[str, ModuleType] = {
     module.NAME: module for module in (roofline, littles_law, coalescing, bank_conflicts, reduce, gemm)
@@ -24,6 +37,17 @@ def get(name: str, include_ceilings: bool = False) -> ModuleType:
     if name not in choices:
         raise UnknownLesson(f"unknown lesson {name!r}; choose from: {', '.join(choices)}")
     return choices[name]
+
+
+def load(name: str, live: bool | None = None, gpu: str | None = None, root=None) -> LessonResult:
+    """A lesson's result: measured now on a GPU (``live=None``: when there is one), else recorded."""
+    return runner.load(get(name, include_ceilings=True), live=live, gpu=gpu, root=root)
+
+
+def roof(live_ceilings: LessonResult | None = None, gpu: str | None = None, root=None) -> dict:
+    """The measured roof (bandwidth and FP32 ceilings): from a live ceilings run, else recorded."""
+    result = live_ceilings or runner.load(ceilings, live=False, gpu=gpu, root=root)
+    return ceilings.ceilings_from(result.table)
 
 
 def comparisons() -> list:

@@ -8,14 +8,15 @@ the recording's metadata, as a reference line, not as a measurement.
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pandas as pd
+from numba import cuda
 
+from ..device import device_info
 from ..kernels import roofline as k
+from ..kernels.util import poison
 from ..scoreboard import Comparison
-from .common import check_row, progress, timed_row
+from .runner import Run, Section, check_row, cupy_or_none
 
 NAME = "ceilings"
 TITLE = "Measured ceilings: memory bandwidth and FP32 FMA rate"
@@ -50,71 +51,74 @@ def fma_peak_reference(threads: np.ndarray, trips: int) -> np.ndarray:
     return ((x[0] + x[1]) + (x[2] + x[3])) + ((x[4] + x[5]) + (x[6] + x[7]))
 
 
-def measure(show_progress: bool = True) -> pd.DataFrame:
-    """Time the ceiling kernels and the references on the GPU; returns the tidy table."""
-    from numba import cuda
-
-    from ..device import device_info
-    from ..kernels.util import poison
-
-    rng = np.random.default_rng(2026)
-    n = COPY_ELEMENTS
-    x_host = rng.standard_normal(n, dtype=np.float32)
-    x, out = cuda.to_device(x_host), cuda.device_array(n, np.float32)
-    rows = []
-    steps = [*k.COPY_VARIANTS, "cupy copy", COMPUTE_VARIANT, "cublas sgemm"]
-    for step in progress(steps, "ceilings") if show_progress else steps:
-        if step in k.COPY_VARIANTS:
-            poison(out)
-            rows.append(timed_row(NAME, step, lambda _, v=step: k.copy_launch(v, x, out),
-                                  size=n, bytes_moved=8 * n, flops=0))
-            if not np.array_equal(out.copy_to_host(), x_host):
-                raise AssertionError(f"{step} did not copy its input exactly")
-        elif step == COMPUTE_VARIANT:
-            blocks = device_info().sms * FMA_BLOCKS_PER_SM
-            result = cuda.device_array(blocks * k.THREADS_PER_BLOCK, np.float32)
-            poison(result)
-            def launch(_, r=result, b=blocks):
-                k.fma_peak_launch(r, b, FMA_TRIPS)
-
-            rows.append(timed_row(NAME, step, launch,
-                                  size=blocks * k.THREADS_PER_BLOCK, bytes_moved=0,
-                                  flops=k.fma_peak_flops(blocks, FMA_TRIPS)))
-            sample = rng.choice(result.size, 16, replace=False)
-            expected = fma_peak_reference(sample, FMA_TRIPS)
-            if not np.array_equal(result.copy_to_host()[sample], expected):
-                raise AssertionError("fma_peak results differ from the float32 FMA reference")
-        else:
-            rows.extend(_cupy_references(step, x))
-    from ..results import make_table
-
-    return make_table(rows)
+# ----------------------------------------------------------------------------- experiment
 
 
-def _cupy_references(step: str, x) -> list[dict]:
-    try:
-        import cupy as cp
-    except ImportError:
-        return []  # no CuPy: the table simply has no reference rows
-    if step == "cupy copy":
-        src = cp.asarray(x)
-        dst = cp.full_like(src, cp.nan)
-        row = timed_row(NAME, step, lambda _: cp.copyto(dst, src), provider="cupy",
-                        size=src.size, bytes_moved=8 * src.size, flops=0)
-        if not bool(cp.array_equal(dst, src)):
-            raise AssertionError("CuPy copy mismatch")
-        return [row]
+def _copy_buffers(run: Run):
+    """1 GiB of random floats and an output of the same size, shared by the copies."""
+    x_host = run.rng.standard_normal(COPY_ELEMENTS, dtype=np.float32)
+    return x_host, cuda.to_device(x_host), cuda.device_array(COPY_ELEMENTS, np.float32)
+
+
+def _copies(run: Run) -> None:
+    x_host, x, out = run.shared("copy", lambda: _copy_buffers(run))
+    for variant in k.COPY_VARIANTS:
+        poison(out)
+        run.time(variant, lambda _, v=variant: k.copy_launch(v, x, out), size=COPY_ELEMENTS,
+                 bytes_moved=8 * COPY_ELEMENTS, flops=0)
+        if not np.array_equal(out.copy_to_host(), x_host):
+            raise AssertionError(f"{variant} did not copy its input exactly")
+
+
+def _cupy_copy(run: Run) -> None:
+    cp = cupy_or_none()
+    if cp is None:
+        return
+    _x_host, x, _out = run.shared("copy", lambda: _copy_buffers(run))
+    src = cp.asarray(x)
+    dst = cp.full_like(src, cp.nan)
+    run.time("cupy copy", lambda _: cp.copyto(dst, src), provider="cupy", size=src.size,
+             bytes_moved=8 * src.size, flops=0)
+    if not bool(cp.array_equal(dst, src)):
+        raise AssertionError("CuPy copy mismatch")
+
+
+def _fma_peak(run: Run) -> None:
+    blocks = device_info().sms * FMA_BLOCKS_PER_SM
+    result = cuda.device_array(blocks * k.THREADS_PER_BLOCK, np.float32)
+    poison(result)
+    run.time(COMPUTE_VARIANT, lambda _: k.fma_peak_launch(result, blocks, FMA_TRIPS),
+             size=blocks * k.THREADS_PER_BLOCK, bytes_moved=0, flops=k.fma_peak_flops(blocks, FMA_TRIPS))
+    sample = run.rng.choice(result.size, 16, replace=False)
+    if not np.array_equal(result.copy_to_host()[sample], fma_peak_reference(sample, FMA_TRIPS)):
+        raise AssertionError("fma_peak results differ from the float32 FMA reference")
+
+
+def _cublas_sgemm(run: Run) -> None:
+    cp = cupy_or_none()
+    if cp is None:
+        return
     rng = cp.random.default_rng(7)
     a = rng.standard_normal((SGEMM_N, SGEMM_N), dtype=cp.float32)
     b = rng.standard_normal((SGEMM_N, SGEMM_N), dtype=cp.float32)
     c = cp.full((SGEMM_N, SGEMM_N), cp.nan, dtype=cp.float32)
-    row = timed_row(NAME, step, lambda _: cp.matmul(a, b, out=c), provider="cublas",
-                    size=SGEMM_N, bytes_moved=12 * SGEMM_N**2, flops=2 * SGEMM_N**3)
+    run.time("cublas sgemm", lambda _: cp.matmul(a, b, out=c), provider="cublas", size=SGEMM_N,
+             bytes_moved=12 * SGEMM_N**2, flops=2 * SGEMM_N**3)
     probe = cp.asnumpy(a[:4].astype(cp.float64) @ b.astype(cp.float64))
     error = np.linalg.norm(cp.asnumpy(c[:4]) - probe) / np.linalg.norm(probe)
     if not error < 1e-5:  # TF32 would land near 3e-4: this also proves TF32 was off
         raise AssertionError(f"cuBLAS SGEMM relative error {error:.1e}: TF32 on, or wrong result")
-    return [row]
+
+
+SECTIONS = (
+    Section("copies", _copies),
+    Section("cupy copy", _cupy_copy),
+    Section("fma peak", _fma_peak),
+    Section("cublas sgemm", _cublas_sgemm),
+)
+
+
+# ------------------------------------------------------------------------------ the roof
 
 
 def ceilings_from(table: pd.DataFrame) -> dict:
@@ -129,6 +133,11 @@ def ceilings_from(table: pd.DataFrame) -> dict:
     }
 
 
+def figures(result, roof: dict) -> dict:
+    """The ceilings are drawn in lesson 1's figures; this experiment has none of its own."""
+    return {}
+
+
 def check() -> pd.DataFrame:
     """The ceiling kernels against NumPy on small awkward sizes (both modes)."""
     rng = np.random.default_rng()
@@ -136,8 +145,8 @@ def check() -> pd.DataFrame:
     for n in (1, 7, 1000, 1027):
         x = rng.standard_normal(n, dtype=np.float32)
         for variant in k.COPY_VARIANTS:
-            out = k.copy(x, variant)
-            rows.append(check_row(f"{variant} n={n}", np.array_equal(out, x), "bit-exact copy"))
+            same = np.array_equal(k.copy(x, variant), x)
+            rows.append(check_row(f"{variant} n={n}", same, "bit-exact copy"))
     blocks, trips = 2, 1
     result = np.full(blocks * k.THREADS_PER_BLOCK, np.nan, np.float32)
     k.fma_peak_launch(result, blocks, trips)
@@ -145,10 +154,3 @@ def check() -> pd.DataFrame:
     rows.append(check_row("fma_peak 2 blocks", np.array_equal(result, expected),
                           "matches float32 FMA chains emulated in NumPy"))
     return pd.DataFrame(rows)
-
-
-def load(live: bool | None = None, gpu: str | None = None):
-    """This lesson's table: measured now on a GPU, else the reference recording (see common.load)."""
-    from . import common
-
-    return common.load(sys.modules[__name__], live=live, gpu=gpu)

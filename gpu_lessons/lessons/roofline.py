@@ -7,15 +7,19 @@ the notes' triad ``c = a * b + c`` (I = 0.125), a kernel family whose intensity 
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pandas as pd
+from numba import cuda
 
+from ..bench import input_sets_needed
+from ..device import device_info
 from ..kernels import gemm as g
 from ..kernels import roofline as k
+from ..kernels.util import poison
+from ..plots import charts
+from ..results import LessonResult
 from ..scoreboard import Comparison
-from .common import check_row, progress, timed_row
+from .runner import Run, Section, check_row, cupy_or_none
 
 NAME = "roofline"
 TITLE = "Roofline and arithmetic intensity"
@@ -70,134 +74,106 @@ def ridge_point(bandwidth_gbps: float, peak_gflops: float) -> float:
 # ----------------------------------------------------------------------------- experiment
 
 
-def measure(show_progress: bool = True) -> pd.DataFrame:
-    """Run the whole sweep on the GPU; returns the tidy table (checked: see each step)."""
-    from numba import cuda
-
-    from ..bench import input_sets_needed
-    from ..device import device_info
-    from ..kernels.util import poison
-    from ..results import make_table
-
-    rng = np.random.default_rng(2026)
-    l2_bytes = int(device_info().l2_mib * 2**20)
-    rows = []
-
-    def random(n):
-        return rng.standard_normal(n, dtype=np.float32)
-
-    steps = [("bandwidth", n) for n in BANDWIDTH_SIZES] + [("triad", TRIAD_ELEMENTS)]
-    steps += [("intensity", kk) for kk in INTENSITY_KS] + [("gemm", GEMM_N)]
-    x_big = cuda.to_device(random(INTENSITY_ELEMENTS))
-    y_big = cuda.device_array(INTENSITY_ELEMENTS, np.float32)
-    for step, value in progress(steps, NAME) if show_progress else steps:
-        if step == "bandwidth":
-            n = value
-            sets = input_sets_needed(8 * n, l2_bytes)
-            xs = [cuda.to_device(random(n)) for _ in range(sets)]
-            outs = [cuda.device_array(n, np.float32) for _ in range(sets)]
-            for variant in k.COPY_VARIANTS:
-                for out in outs:
-                    poison(out)
-                def launch(s, v=variant, xs=xs, outs=outs):
-                    k.copy_launch(v, xs[s], outs[s])
-
-                rows.append(timed_row(NAME, variant, launch, size=n, bytes_moved=8 * n, flops=0,
-                                      input_sets=sets))
-                pairs = zip(outs, xs, strict=True)
-                if not all(np.array_equal(o.copy_to_host(), xi.copy_to_host()) for o, xi in pairs):
-                    raise AssertionError(f"{variant} at n={n} did not copy exactly")
-            rows.extend(_cupy_copy(xs, n, sets))
-        elif step == "triad":
-            rows.extend(_triad_rows(random, value))
-        elif step == "intensity":
-            poison(y_big)
-            def launch_fma(_, kk=value):
-                k.fma_intensity_launch(kk, x_big, y_big)
-
-            rows.append(timed_row(NAME, "fma_intensity", launch_fma, size=INTENSITY_ELEMENTS, param=value,
-                                  bytes_moved=8 * INTENSITY_ELEMENTS, flops=2 * value * INTENSITY_ELEMENTS))
-            _check_fma_sample(rng, x_big, y_big, value)
-        else:
-            rows.extend(_gemm_rows(rng, value))
-    return make_table(rows)
+def _random(run: Run, n: int) -> np.ndarray:
+    return run.rng.standard_normal(n, dtype=np.float32)
 
 
-def _cupy_copy(xs, n, sets):
-    try:
-        import cupy as cp
-    except ImportError:
-        return []
+def _bandwidth(run: Run) -> None:
+    """Every copy kernel (and CuPy's copy) from 64 KiB to 1 GiB per buffer: the L2 shows at small sizes."""
+    for n in BANDWIDTH_SIZES:
+        _copies_at(run, n)
+
+
+def _copies_at(run: Run, n: int) -> None:
+    sets = input_sets_needed(8 * n, int(device_info().l2_mib * 2**20))
+    xs = [cuda.to_device(_random(run, n)) for _ in range(sets)]
+    outs = [cuda.device_array(n, np.float32) for _ in range(sets)]
+    for variant in k.COPY_VARIANTS:
+        for out in outs:
+            poison(out)
+        run.time(variant, lambda s, v=variant: k.copy_launch(v, xs[s], outs[s]), size=n, bytes_moved=8 * n,
+                 flops=0, input_sets=sets)
+        if not all(np.array_equal(o.copy_to_host(), x.copy_to_host()) for o, x in zip(outs, xs, strict=True)):
+            raise AssertionError(f"{variant} at n={n} did not copy exactly")
+    cp = cupy_or_none()
+    if cp is None:
+        return
     src = [cp.asarray(x) for x in xs]
-    dst = [cp.full_like(s, cp.nan) for s in src]
-    row = timed_row(NAME, "cupy copy", lambda s: cp.copyto(dst[s], src[s]), provider="cupy",
-                    size=n, bytes_moved=8 * n, flops=0, input_sets=sets)
-    if not all(bool(cp.array_equal(d, s)) for d, s in zip(dst, src, strict=True)):
+    dst = [cp.full_like(x, cp.nan) for x in src]
+    run.time("cupy copy", lambda s: cp.copyto(dst[s], src[s]), provider="cupy", size=n, bytes_moved=8 * n,
+             flops=0, input_sets=sets)
+    if not all(bool(cp.array_equal(d, x)) for d, x in zip(dst, src, strict=True)):
         raise AssertionError("CuPy copy mismatch")
-    return [row]
 
 
-def _triad_rows(random, n):
-    from numba import cuda
-
-    a_host, b_host, c_host = random(n), random(n), random(n)
-    a, b = cuda.to_device(a_host), cuda.to_device(b_host)
-    c = cuda.to_device(c_host)
+def _triad(run: Run) -> None:
+    """The notes' triad c = a*b + c: ours in one kernel, CuPy's as a user writes it (two kernels)."""
+    n = TRIAD_ELEMENTS
+    a_host, b_host, c_host = _random(run, n), _random(run, n), _random(run, n)
+    a, b, c = cuda.to_device(a_host), cuda.to_device(b_host), cuda.to_device(c_host)
     # Each timed run updates c in place (c += a*b): run once, check, then time from a fresh c.
     k.triad_launch(a, b, c)
     if not np.allclose(c.copy_to_host(), a_host * b_host + c_host, rtol=1e-6, atol=1e-6):
         raise AssertionError("triad result differs from NumPy")
-    rows = [timed_row(NAME, "triad", lambda _: k.triad_launch(a, b, c), size=n,
-                      bytes_moved=16 * n, flops=2 * n)]
-    try:
-        import cupy as cp
-    except ImportError:
-        return rows
+    run.time("triad", lambda _: k.triad_launch(a, b, c), size=n, bytes_moved=16 * n, flops=2 * n)
+    cp = cupy_or_none()
+    if cp is None:
+        return
     ca, cb, cc = cp.asarray(a_host), cp.asarray(b_host), cp.asarray(c_host)
 
     def cupy_triad(_):
         cc[...] += ca * cb  # what a CuPy user writes: two kernels and a temporary
 
-    rows.append(timed_row(NAME, "cupy c += a * b", cupy_triad, provider="cupy", size=n,
-                          bytes_moved=16 * n, flops=2 * n))
-    return rows
+    run.time("cupy c += a * b", cupy_triad, provider="cupy", size=n, bytes_moved=16 * n, flops=2 * n)
 
 
-def _check_fma_sample(rng, x, y, fmas):
-    sample = rng.choice(x.size, 4096, replace=False)
-    got = y.copy_to_host()
-    if np.isnan(got).any():
-        raise AssertionError(f"fma_intensity k={fmas} left poisoned outputs")
-    expected = k.fma_chain_reference(x.copy_to_host()[sample], fmas)
-    if not np.allclose(got[sample], expected, rtol=1e-6, atol=1e-6):
-        raise AssertionError(f"fma_intensity k={fmas} differs from the FMA reference")
+def _intensity(run: Run) -> None:
+    """k FMAs per element read and written: I = k / 4 FLOP per byte, swept across the ridge point."""
+    n = INTENSITY_ELEMENTS
+    x = cuda.to_device(_random(run, n))
+    y = cuda.device_array(n, np.float32)
+    for fmas in INTENSITY_KS:
+        poison(y)
+        run.time("fma_intensity", lambda _, f=fmas: k.fma_intensity_launch(f, x, y), size=n, param=fmas,
+                 bytes_moved=8 * n, flops=2 * fmas * n)
+        sample = run.rng.choice(n, 4096, replace=False)
+        got = y.copy_to_host()
+        if np.isnan(got).any():
+            raise AssertionError(f"fma_intensity k={fmas} left poisoned outputs")
+        expected = k.fma_chain_reference(x.copy_to_host()[sample], fmas)
+        if not np.allclose(got[sample], expected, rtol=1e-6, atol=1e-6):
+            raise AssertionError(f"fma_intensity k={fmas} differs from the FMA reference")
 
 
-def _gemm_rows(rng, n):
-    from numba import cuda
-
-    from ..kernels.util import poison
-
-    a_host = rng.standard_normal((n, n), dtype=np.float32)
-    b_host = rng.standard_normal((n, n), dtype=np.float32)
+def _gemm(run: Run) -> None:
+    """The naive GEMM (one thread per output) against cuBLAS SGEMM at 4096^3."""
+    n = GEMM_N
+    a_host = run.rng.standard_normal((n, n), dtype=np.float32)
+    b_host = run.rng.standard_normal((n, n), dtype=np.float32)
     a, b = cuda.to_device(a_host), cuda.to_device(b_host)
     c = cuda.device_array((n, n), np.float32)
     poison(c)
-    rows = [timed_row(NAME, "gemm_naive", lambda _: g.gemm_naive_launch(a, b, c), size=n,
-                      bytes_moved=12 * n * n, flops=g.gemm_flops(n, n, n))]
+    run.time("gemm_naive", lambda _: g.gemm_naive_launch(a, b, c), size=n, bytes_moved=12 * n * n,
+             flops=g.gemm_flops(n, n, n))
     reference = a_host[:8].astype(np.float64) @ b_host.astype(np.float64)
     error = np.linalg.norm(c.copy_to_host()[:8] - reference) / np.linalg.norm(reference)
     if not error < 1e-5:
         raise AssertionError(f"gemm_naive relative error {error:.1e}")
-    try:
-        import cupy as cp
-    except ImportError:
-        return rows
+    cp = cupy_or_none()
+    if cp is None:
+        return
     ca, cb = cp.asarray(a_host), cp.asarray(b_host)
     cc = cp.empty((n, n), cp.float32)
-    rows.append(timed_row(NAME, "cublas sgemm", lambda _: cp.matmul(ca, cb, out=cc), provider="cublas",
-                          size=n, bytes_moved=12 * n * n, flops=g.gemm_flops(n, n, n)))
-    return rows
+    run.time("cublas sgemm", lambda _: cp.matmul(ca, cb, out=cc), provider="cublas", size=n,
+             bytes_moved=12 * n * n, flops=g.gemm_flops(n, n, n))
+
+
+SECTIONS = (
+    Section("bandwidth", _bandwidth),
+    Section("triad", _triad),
+    Section("intensity", _intensity),
+    Section("gemm", _gemm),
+)
 
 
 # ------------------------------------------------------------------- roofline points
@@ -224,17 +200,16 @@ def roofline_points(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(points)
 
 
-def figures(table: pd.DataFrame, ceilings: dict, provenance: str, datasheet: dict | None = None) -> dict:
-    from .. import plots
-
+def figures(result: LessonResult, roof: dict) -> dict:
+    """Bandwidth against size beside the measured ceiling, and the roofline with the lesson's kernels."""
+    table, provenance = result.table, result.provenance
     copies = table[table["variant"].str.contains("copy")]
     return {
-        "bandwidth_vs_size": plots.bandwidth_vs_size(
-            copies, ceiling_gbps=ceilings["bandwidth_gbps"],
-            ceiling_label=f"measured ceiling ({ceilings['bandwidth_variant']})", provenance=provenance),
-        "roofline": plots.roofline(ceilings["bandwidth_gbps"], ceilings["peak_gflops"],
-                                   points=roofline_points(table), datasheet=datasheet,
-                                   provenance=provenance),
+        "bandwidth_vs_size": charts.bandwidth_vs_size(
+            copies, ceiling_gbps=roof["bandwidth_gbps"],
+            ceiling_label=f"measured ceiling ({roof['bandwidth_variant']})", provenance=provenance),
+        "roofline": charts.roofline(roof["bandwidth_gbps"], roof["peak_gflops"],
+                                    points=roofline_points(table), provenance=provenance),
     }
 
 
@@ -261,10 +236,3 @@ def check() -> pd.DataFrame:
     rows.append(check_row("gemm_naive 45x33 @ 33x70", np.allclose(got, a @ b, rtol=1e-4, atol=1e-4),
                           "against NumPy matmul"))
     return pd.DataFrame(rows)
-
-
-def load(live: bool | None = None, gpu: str | None = None):
-    """This lesson's table: measured now on a GPU, else the reference recording (see common.load)."""
-    from . import common
-
-    return common.load(sys.modules[__name__], live=live, gpu=gpu)

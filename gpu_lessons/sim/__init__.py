@@ -18,7 +18,7 @@ def install() -> None:
 
 
 def uninstall() -> None:
-    """Back to numba-cuda's simulator as shipped (what `benchmarks/sim_overhead.py` compares with)."""
+    """Back to numba-cuda's simulator as shipped (what `tools/sim_overhead.py` compares with)."""
     from . import fma, warp
 
     warp.uninstall()

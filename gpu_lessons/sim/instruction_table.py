@@ -16,7 +16,12 @@ import pandas as pd
 
 from . import memory_model
 from .recorder import SHARED
-from .trace_result import INSTRUCTION_COLUMNS
+
+# One row per traced instruction (source position) of a kernel, in this order.
+INSTRUCTION_COLUMNS = [
+    "kernel", "function", "location", "source", "array", "space", "op", "bytes", "instructions",
+    "threads", "sectors", "sectors_per_request", "wavefronts", "bank_conflicts",
+]
 
 
 def _runs(*sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -28,7 +28,6 @@ SECTOR_BYTES = 32
 BANKS = 32
 BANK_BYTES = 4
 PHASE_BYTES = 128
-WARP_SIZE = 32
 
 
 def _expand(first: np.ndarray, last: np.ndarray, *carried: np.ndarray):

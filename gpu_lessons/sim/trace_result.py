@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from .warp_request import select_request
+
 # (space, op) -> Nsight Compute metric names for the counts the tracer reproduces.
 GLOBAL_METRICS = {
     op: {
@@ -27,10 +29,6 @@ METRICS = [
     name for table in (GLOBAL_METRICS, SHARED_METRICS) for op in table.values() for name in op.values()
 ]
 
-INSTRUCTION_COLUMNS = [
-    "kernel", "function", "location", "source", "array", "space", "op", "bytes", "instructions",
-    "threads", "sectors", "sectors_per_request", "wavefronts", "bank_conflicts",
-]
 SUMMARY_KEYS = ["space", "op"]
 
 
@@ -102,8 +100,6 @@ class MemoryTrace:
         bank (shared). Pick the instruction by a piece of its ``source`` text (``"x[i * stride]"``),
         its ``array`` name and/or ``op`` ('ld'/'st'); ``k`` is which execution of it by ``warp``.
         The request's sectors or wavefronts and bank conflicts are in the table's ``attrs``."""
-        from .warp_request import select_request
-
         if self.accesses is None or self.sites is None:
             raise ValueError("this MemoryTrace was built without its accesses (use trace())")
         return select_request(self.accesses, self.sites, self.kernel, source, array, op, warp, k)

@@ -63,6 +63,8 @@ from math import prod
 
 import numpy as np
 
+from ..device import WARP_SIZE
+
 __all__ = [
     "FULL_MASK",
     "POISON_INT32",
@@ -77,7 +79,6 @@ __all__ = [
     "shfl_source_lane",
 ]
 
-WARP_SIZE = 32
 FULL_MASK = 0xFFFFFFFF
 SHFL_MODES = ("idx", "up", "down", "bfly")  # PTX shfl.sync modes
 SHFL_WIDTHS = (1, 2, 4, 8, 16, 32)

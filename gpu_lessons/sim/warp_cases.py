@@ -4,7 +4,7 @@ Each ``WarpCase`` is a kernel, a launch configuration and deterministic inputs (
 seeded from ``SEED`` and the case's name). Every case uses only behaviour the hardware defines: no
 shuffle reads a lane outside its mask, masks name only lanes that exist, and no collective waits
 for a lane that exited. ``run_cases()`` launches them all, on whichever device ``gpu_lessons``
-picked, and returns each case's output array; ``benchmarks/record_warp_outputs.py`` saves a GPU's,
+picked, and returns each case's output array; ``benchmarks/record_warp_primitives.py`` saves a GPU's,
 and ``tests/test_sim_warp.py`` compares the simulator's with it.
 """
 
@@ -221,8 +221,9 @@ def _values(rng: np.random.Generator, dtype, count: int) -> np.ndarray:
     if dtype.kind == "i":
         info = np.iinfo(dtype)
         return rng.integers(info.min, info.max, count, dtype=dtype, endpoint=True)
-    values = rng.standard_normal(count) * 10.0 ** rng.integers(-30, 30, count)
-    values = values.astype(dtype)
+    # Powers of two, not of ten: ldexp is exact, so the inputs (and the recording's fingerprints)
+    # are the same bits on every CPU (NumPy's vectorised pow differs in the last bit between CPUs).
+    values = np.ldexp(rng.standard_normal(count), rng.integers(-100, 100, count)).astype(dtype)
     specials = [-0.0, np.inf, -np.inf, np.finfo(dtype).smallest_subnormal]
     values[rng.choice(count, len(specials), replace=False)] = specials
     return values

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from . import memory_model
+from .instruction_table import describe_instruction
 from .recorder import SHARED, TraceError
 
 LINE_BYTES = 128
@@ -30,8 +31,6 @@ def accesses_frame(data: np.ndarray) -> pd.DataFrame:
 
 def sites_frame(instructions: list[tuple], roots: list[dict], accesses: pd.DataFrame) -> pd.DataFrame:
     """One row per (instruction, array, ld/st) seen: where it is in the source, and its space."""
-    from .instruction_table import describe_instruction
-
     keys = accesses[["site", "root", "store"]].drop_duplicates().reset_index(drop=True)
     rows = []
     for site, root, store in keys.itertuples(index=False):

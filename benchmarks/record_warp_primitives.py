@@ -1,6 +1,6 @@
 """Record the warp-primitive cases' outputs on this GPU, for the simulator's bit-for-bit test.
 
-    python benchmarks/record_warp_outputs.py --out data/nvidia-h200
+    python benchmarks/record_warp_primitives.py --out data/nvidia-h200/checks
 
 writes DIR/warp_primitives.npz (one array per case of gpu_lessons.sim.warp_cases) and
 DIR/warp_primitives.json (the GPU, driver, numba-cuda version, date, and each case's input

@@ -1,6 +1,6 @@
 """The occupancy calculator against the driver, for every compiled kernel of the package (run on a GPU).
 
-    GPU_LESSONS_MODE=gpu python benchmarks/occupancy_driver.py --out DIR [pytest args...]
+    GPU_LESSONS_MODE=gpu python benchmarks/record_occupancy_driver.py --out DIR [pytest args...]
 
 Runs the kernel tests in GPU mode in this process (which compiles the package's kernels; their result
 is the GPU-mode test run), then, for every compiled kernel and a sweep of block sizes and dynamic

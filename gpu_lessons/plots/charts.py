@@ -1,0 +1,369 @@
+"""Charts several lessons draw: bandwidth against size, share of a ceiling, the roofline, one warp's
+global-memory request (lane -> 32-byte sector -> 128-byte line)."""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
+
+from .style import (
+    LABEL_BOX,
+    PALETTE,
+    PROVIDER_STYLE,
+    STYLE,
+    UNITS,
+    add_caption,
+    binary_ticks,
+    draw_ceiling,
+    finish,
+    human_bytes,
+    new_axes,
+    plain_number,
+    series_label,
+    variant_colors,
+)
+
+SECTOR_BYTES = 32
+LINE_BYTES = 128
+_LINE_GAP = 40  # bytes of blank drawn between two touched lines that are not neighbours
+
+
+def bandwidth_vs_size(
+    table: pd.DataFrame,
+    ceiling_gbps: float | None = None,
+    ceiling_label: str | None = None,
+    provenance: str | None = None,
+    ax: Axes | None = None,
+    title: str = "Bandwidth against bytes moved",
+) -> Figure:
+    """GB/s against bytes moved per call, one line per variant (and param); log x."""
+    fig, ax = new_axes(ax)
+    colors = variant_colors(table)
+    for (variant, param), rows in table.groupby(["variant", "param"], sort=False, dropna=False):
+        rows = rows.sort_values("bytes")
+        style = PROVIDER_STYLE.get(rows["provider"].iloc[0], PROVIDER_STYLE["gpu_lessons"])
+        ax.plot(
+            rows["bytes"], rows["gbps"], color=colors[variant], label=series_label(variant, param),
+            linewidth=STYLE["line_width"], markersize=STYLE["marker_size"], **style,
+        )
+    top = table["gbps"].max()
+    if ceiling_gbps is not None:
+        draw_ceiling(ax, ceiling_gbps, ceiling_label or "measured ceiling")
+        top = max(top, ceiling_gbps)
+    ax.set_xscale("log", base=2)
+    ticks = binary_ticks(table["bytes"].min(), table["bytes"].max())
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: human_bytes(value)))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_ylim(0, top * 1.12)
+    ax.yaxis.set_major_formatter(FuncFormatter(plain_number))
+    return finish(
+        fig, ax, title, "Bytes moved per call (reads + writes)", "Bandwidth (GB/s)", provenance
+    )
+
+
+def _largest_size_rows(table: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Each variant's row at its largest size (the best param there); best first."""
+    largest = table.groupby("variant")["size"].transform("max")
+    at_largest = table[table["size"] == largest]
+    best = at_largest.loc[at_largest.groupby("variant", sort=False)[metric].idxmax()]
+    return best.sort_values(metric, ascending=False)
+
+
+def _size_phrase(rows: pd.DataFrame, metric: str) -> str:
+    """' (1 GiB moved)' when every bar is at the same size, else ''."""
+    if rows["size"].nunique() != 1:
+        return ""
+    if metric == "gbps":
+        return f" ({human_bytes(rows['bytes'].iloc[0])} moved)"
+    return f" (size {rows['size'].iloc[0]:,})"
+
+
+def percent_of_ceiling(
+    table: pd.DataFrame,
+    ceiling: float,
+    metric: str = "gbps",
+    ceiling_label: str | None = None,
+    provenance: str | None = None,
+    ax: Axes | None = None,
+    title: str | None = None,
+) -> Figure:
+    """Horizontal bars: each variant at its largest size, as a % of the ceiling; best on top."""
+    if metric not in UNITS:
+        raise ValueError(f"metric must be one of {', '.join(UNITS)}, got {metric!r}")
+    if not ceiling > 0:
+        raise ValueError(f"ceiling must be positive, got {ceiling}")
+    unit = UNITS[metric]
+    rows = _largest_size_rows(table, metric)
+    percents = 100 * rows[metric].to_numpy() / ceiling
+    own_figure = ax is None
+    fig, ax = new_axes(ax)
+    if own_figure and len(rows) > 6:
+        fig.set_figheight(1.4 + 0.4 * len(rows))  # room for every bar label
+    ours = (rows["provider"] == "gpu_lessons").to_numpy()
+    colors = [PALETTE[0] if mine else STYLE["reference_bar_color"] for mine in ours]
+    positions = np.arange(len(rows))[::-1]  # best at the top
+    ax.barh(positions, percents, color=colors, height=0.62)
+    ax.set_yticks(positions, [series_label(v, p) for v, p in zip(rows["variant"], rows["param"],
+                                                                    strict=True)])
+    for y, percent, value, mine in zip(positions, percents, rows[metric], ours, strict=True):
+        inside = percent >= 40  # long bars carry their label, clear of the ceiling line
+        ax.annotate(
+            f"{percent:.0f}%  ({value:,.0f} {unit})", xy=(percent, y), xytext=(-5 if inside else 4, 0),
+            textcoords="offset points", ha="right" if inside else "left", va="center",
+            fontsize=STYLE["note_size"], color="white" if inside and mine else "black",
+        )
+    label = ceiling_label or "measured ceiling"
+    ceiling_line = ax.axvline(100, color=STYLE["ceiling_color"], linestyle="-.", linewidth=1.2,
+                              label=f"{label} ({ceiling:,.0f} {unit})")
+    ax.legend(handles=[Patch(color=PALETTE[0], label="our kernels"),
+                       Patch(color=STYLE["reference_bar_color"], label="references"), ceiling_line],
+              loc="lower right", ncols=3, fontsize=STYLE["legend_size"],
+              facecolor="white", edgecolor="none", framealpha=1)  # hides the line behind it
+    ax.set_ylim(-1.15, len(rows) - 0.5)  # an empty band under the bars holds the legend
+    ax.set_xlim(0, max(120.0, percents.max() * 1.1))
+    ax.tick_params(axis="y", length=0)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.0f}%"))
+    fig = finish(
+        fig, ax, title or f"Share of the {label}{_size_phrase(rows, metric)}",
+        f"% of {label} (100% = {ceiling:,.0f} {unit})", "", provenance,
+    )
+    ax.grid(False, axis="y")
+    return fig
+
+
+def _intensity_range(ridge: float, points: pd.DataFrame | None) -> tuple[float, float]:
+    low, high = ridge / 64, ridge * 32
+    if points is not None and len(points):
+        low = min(low, points["intensity"].min() / 2)
+        high = max(high, points["intensity"].max() * 2)
+    return low, high
+
+
+def _roof(intensity: np.ndarray, bandwidth_gbps: float, peak_gflops: float) -> np.ndarray:
+    """Attainable GFLOP/s: memory bound (GB/s x FLOP/byte) until the compute peak."""
+    return np.minimum(peak_gflops, bandwidth_gbps * intensity)
+
+
+def _roof_label(name: str, bandwidth_gbps: float | None, peak_gflops: float | None) -> str:
+    values = []
+    if bandwidth_gbps:
+        values.append(f"{bandwidth_gbps:,.0f} GB/s")
+    if peak_gflops:
+        values.append(f"{peak_gflops:,.0f} GFLOP/s")
+    return f"{name} ({'; '.join(values)})"
+
+
+def _draw_datasheet(ax: Axes, intensity: np.ndarray, datasheet: dict) -> None:
+    """Datasheet figures as dashed lines only: they are what the vendor promises, not measured."""
+    bandwidth, peak = datasheet.get("bandwidth_gbps"), datasheet.get("peak_gflops")
+    style = {"color": STYLE["datasheet_color"], "linestyle": "--", "linewidth": 1.2, "zorder": 1,
+             "label": _roof_label("datasheet", bandwidth, peak)}
+    if bandwidth:
+        ax.plot(intensity, np.minimum(peak or math.inf, bandwidth * intensity), **style)
+    elif peak:
+        ax.axhline(peak, **style)
+
+
+def _draw_ridge(ax: Axes, ridge: float, peak_gflops: float) -> None:
+    color = STYLE["roof_color"]
+    ax.plot([ridge], [peak_gflops], marker="o", markersize=7, color=color, zorder=4)
+    ax.axvline(ridge, color=color, linestyle=":", linewidth=0.9, zorder=1)
+    ax.annotate(
+        f"ridge point\nI* = {ridge:.3g} FLOP/byte", xy=(ridge, peak_gflops), xytext=(-10, 12),
+        textcoords="offset points", ha="right", va="bottom", fontsize=STYLE["note_size"],
+        color=color, bbox=LABEL_BOX,
+    )
+
+
+def _label_offsets(ax: Axes, points: pd.DataFrame) -> list[tuple[float, float, str]]:
+    """(dx, dy, ha) in points for each label: below right of its marker (left near the right
+    edge), pushed further down while it would overlap a label placed before it."""
+    points_per_pixel = 72 / ax.figure.dpi
+    right_edge = ax.transAxes.transform((0.85, 0.0))[0] * points_per_pixel
+    height = STYLE["note_size"] + 2
+    placed: list[tuple[float, float, float, float]] = []  # label boxes: x0, x1, y0, y1
+    offsets = []
+    for _, point in points.iterrows():
+        x, y = ax.transData.transform((point["intensity"], point["gflops"])) * points_per_pixel
+        width = len(str(point["label"])) * STYLE["note_size"] * 0.55
+        ha = "right" if x > right_edge else "left"
+        dx = -5 if ha == "right" else 5
+        x0 = x + dx - (width if ha == "right" else 0)
+        dy = -9.0
+        while any(x0 < b[1] and x0 + width > b[0] and y + dy - height < b[3] and y + dy > b[2]
+                  for b in placed):
+            dy -= height
+        placed.append((x0, x0 + width, y + dy - height, y + dy))
+        offsets.append((dx, dy, ha))
+    return offsets
+
+
+def _draw_points(ax: Axes, points: pd.DataFrame) -> None:
+    kinds = points["kind"].astype(str) if "kind" in points else pd.Series("measured", points.index)
+    colors = {kind: PALETTE[i % len(PALETTE)] for i, kind in enumerate(dict.fromkeys(kinds))}
+    for kind, group in points.groupby(kinds, sort=False):
+        ax.scatter(group["intensity"], group["gflops"], color=colors[kind], s=36, zorder=3,
+                   label=kind, edgecolors="white", linewidths=0.6)
+    for (_, point), (dx, dy, ha) in zip(points.iterrows(), _label_offsets(ax, points), strict=True):
+        ax.annotate(
+            str(point["label"]), xy=(point["intensity"], point["gflops"]), xytext=(dx, dy),
+            textcoords="offset points", ha=ha, va="top", fontsize=STYLE["note_size"] - 0.5,
+            color=colors[kinds[point.name]],
+        )
+
+
+def roofline(
+    bandwidth_gbps: float,
+    peak_gflops: float,
+    points: pd.DataFrame | None = None,
+    datasheet: dict | None = None,
+    provenance: str | None = None,
+    ax: Axes | None = None,
+    title: str = "Roofline",
+) -> Figure:
+    """Log-log roofline from measured ceilings; datasheet figures dashed; points labelled.
+
+    points: columns label, intensity (FLOP/byte), gflops, and optionally kind (colour groups).
+    datasheet: optional bandwidth_gbps and peak_gflops.
+    """
+    if not (bandwidth_gbps > 0 and peak_gflops > 0):
+        raise ValueError("bandwidth_gbps and peak_gflops must be positive")
+    if points is not None:
+        missing = {"label", "intensity", "gflops"} - set(points.columns)
+        if missing:
+            raise ValueError(f"points lacks column(s): {', '.join(sorted(missing))}")
+        points = points.reset_index(drop=True)
+    has_points = points is not None and len(points) > 0
+    datasheet = datasheet or {}
+    fig, ax = new_axes(ax)
+    ridge = peak_gflops / bandwidth_gbps
+    low, high = _intensity_range(ridge, points)
+    intensity = np.geomspace(low, high, 400)
+
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    # Limits first: label placement below works in screen space.
+    bottom = min([bandwidth_gbps * low] + ([points["gflops"].min()] if has_points else []))
+    top = max(peak_gflops, datasheet.get("peak_gflops") or 0)
+    ax.set_xlim(low, high)
+    ax.set_ylim(bottom / 2, top * 3)
+
+    ax.plot(intensity, _roof(intensity, bandwidth_gbps, peak_gflops), color=STYLE["roof_color"],
+            linewidth=2.2, zorder=2, label=_roof_label("measured roof", bandwidth_gbps, peak_gflops))
+    _draw_ridge(ax, ridge, peak_gflops)
+    if datasheet:
+        _draw_datasheet(ax, intensity, datasheet)
+    if has_points:
+        _draw_points(ax, points)
+
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_locator(LogLocator(base=10))
+        axis.set_major_formatter(FuncFormatter(plain_number))
+        axis.set_minor_formatter(NullFormatter())
+    return finish(fig, ax, title, "Arithmetic intensity (FLOP/byte)", "Performance (GFLOP/s)",
+                   provenance, legend_loc="lower right")
+
+
+def _line_positions(lines: np.ndarray) -> dict[int, float]:
+    """x position of each touched 128-byte line: side by side, a gap where lines are skipped."""
+    positions, x, previous = {}, 0.0, None
+    for line in sorted(set(int(v) for v in lines)):
+        if previous is not None:
+            x += LINE_BYTES + (_LINE_GAP if line != previous + 1 else 0)
+        positions[line] = x
+        previous = line
+    return positions
+
+
+def global_sectors(
+    request: pd.DataFrame,
+    ax: Axes | None = None,
+    title: str | None = None,
+    provenance: str | None = None,
+) -> Figure:
+    """Draw one warp's global-memory request: lanes -> the bytes each touches -> the 32-byte
+    sectors and 128-byte lines they fall in. ``request`` is ``MemoryTrace.request(...)``.
+
+    Only the lines the request touches are drawn (a gap marks skipped ones); sectors it touches
+    are coloured, with the bytes lanes actually use filled dark. The title gives the sector count
+    and useful / moved bytes.
+    """
+    attrs = request.attrs
+    if attrs.get("space") != "global":
+        raise ValueError("global_sectors draws global-memory requests; this one is "
+                         f"{attrs.get('space', 'not a MemoryTrace.request table')}")
+    own = ax is None
+    fig, ax = new_axes(ax)
+    if own:
+        fig.set_size_inches(9.5, 3.6)
+    address = request["address"].to_numpy()
+    size = request["bytes"].to_numpy()
+    first_line = (address // LINE_BYTES)
+    last_line = (address + size - 1) // LINE_BYTES
+    touched_lines = np.unique(np.concatenate([np.arange(a, b + 1) for a, b in zip(first_line, last_line,
+                                                                                   strict=True)]))
+    x_of_line = _line_positions(touched_lines)
+
+    def x_of(byte: float) -> float:
+        line = int(byte // LINE_BYTES)
+        return x_of_line[line] + (byte - line * LINE_BYTES)
+
+    width = max(x_of_line.values()) + LINE_BYTES
+    sectors = set()
+    for a, s in zip(address, size, strict=True):
+        sectors.update(range(int(a // SECTOR_BYTES), int((a + s - 1) // SECTOR_BYTES) + 1))
+    touched, plain, used = PALETTE[5], "#f2f2f2", PALETTE[0]
+    for line, x0 in x_of_line.items():
+        ax.add_patch(plt.Rectangle((x0, 0.05), LINE_BYTES, 0.25, facecolor="#dddddd", edgecolor="white"))
+        if len(x_of_line) <= 16:
+            ax.text(x0 + LINE_BYTES / 2, 0.17, f"line {line}", ha="center", va="center",
+                    fontsize=STYLE["note_size"] - 1)
+        for s in range(4):
+            sector = line * 4 + s
+            ax.add_patch(plt.Rectangle((x0 + s * SECTOR_BYTES, 0.45), SECTOR_BYTES, 0.5,
+                                       facecolor=touched if sector in sectors else plain,
+                                       edgecolor="#777777", linewidth=0.6))
+    lane_x = np.linspace(width / 64, width - width / 64, 32)
+    for lane, a, s in zip(request["lane"], address, size, strict=True):
+        left, right = x_of(a), x_of(a + s - 1) + 1
+        ax.add_patch(plt.Rectangle((left, 0.45), right - left, 0.5, facecolor=used, edgecolor="none"))
+        ax.plot([lane_x[lane], (left + right) / 2], [1.55, 0.95], color=used, linewidth=0.6, alpha=0.7)
+    for x0 in x_of_line.values():  # sector edges again, over the used bytes
+        for s in range(4):
+            ax.add_patch(plt.Rectangle((x0 + s * SECTOR_BYTES, 0.45), SECTOR_BYTES, 0.5, facecolor="none",
+                                       edgecolor="#555555", linewidth=0.6))
+    for lane in range(32):
+        active = lane in set(request["lane"])
+        ax.add_patch(plt.Rectangle((lane_x[lane] - width / 80, 1.55), width / 40, 0.3,
+                                   facecolor=PALETTE[0] if active else "white", edgecolor=PALETTE[0],
+                                   linewidth=0.6))
+        if lane % 4 == 0 or lane == 31:
+            ax.text(lane_x[lane], 1.95, str(lane), ha="center", va="bottom", fontsize=STYLE["note_size"] - 1)
+    ax.set_xlim(-width * 0.01, width * 1.01)
+    ax.set_ylim(0, 2.25)
+    ax.set_yticks([0.17, 0.7, 1.7], ["128-B lines", "32-B sectors", "lanes"])
+    ax.set_xticks([])
+    for side in ("top", "right", "bottom", "left"):
+        ax.spines[side].set_visible(False)
+    ax.tick_params(axis="y", length=0, labelsize=STYLE["tick_size"])
+    moved = attrs["moved_bytes"]
+    headline = title or f"{attrs['op']} {attrs['array']}  `{attrs['source']}`"
+    ax.set_title(f"{headline}\n{attrs['sectors']} sectors per request (ideal {attrs['ideal_sectors']}), "
+                 f"{len(x_of_line)} lines; {attrs['useful_bytes']} useful of {moved} bytes moved "
+                 f"({attrs['useful_bytes'] / moved:.0%})", fontsize=STYLE["title_size"] - 1, loc="left")
+    ax.legend(handles=[Patch(color=used, label="bytes a lane uses"),
+                       Patch(color=touched, label="sector moved"),
+                       Patch(facecolor=plain, edgecolor="#777777", label="sector not moved")],
+              loc="upper right", bbox_to_anchor=(1.0, -0.02), ncols=3, fontsize=STYLE["legend_size"] - 1,
+              frameon=False)
+    if provenance:
+        add_caption(fig, provenance)
+    return fig
