@@ -9,8 +9,6 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from gpu_lessons.exercises import roofline as ex
-
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
 
@@ -27,10 +25,14 @@ def run_cell(source: str):
     return eval(last.rstrip(";"), namespace)  # noqa: S307
 
 
-def exercise_tests(notebook: str, solutions: list):
+def exercise_tests(notebook: str, solutions: list, wrong_answers: list | None = None):
     """The tests every lesson's exercises share, for ``name = exercise_tests(...)`` in its test module:
-    one notebook cell per exercise, each skeleton fails its check, each solution passes it.
-    ``solutions``: (check, solution) pairs; a tuple solution is the check's arguments."""
+    one notebook cell per exercise, each skeleton fails its check, each solution passes it, and each
+    plausible wrong answer fails it.
+
+    ``solutions``: (check, solution) pairs, one per exercise in notebook order; ``wrong_answers``:
+    (check, answer) pairs, at least two per check (a tuple is the check's arguments, as for
+    solutions). A wrong answer is one a learner would plausibly write, not a skeleton."""
 
     def test_notebook_has_one_cell_per_exercise():
         assert len(exercise_cells(notebook)) == len(solutions)
@@ -45,21 +47,21 @@ def exercise_tests(notebook: str, solutions: list):
         result = check(*solution) if isinstance(solution, tuple) else check(solution)
         assert result.passed, result
 
-    return test_notebook_has_one_cell_per_exercise, test_skeleton_fails, test_solution_passes
+    wrong = wrong_answers or []
+
+    def test_every_check_has_two_plausible_wrong_answers():
+        for check, _ in solutions:
+            count = sum(1 for c, _ in wrong if c is check)
+            assert count >= 2, f"{check.__name__}: {count} plausible wrong answers tested (at least 2)"
+
+    @pytest.mark.parametrize("check, answer", wrong or [(None, None)])
+    def test_wrong_answer_fails(check, answer):
+        if check is None:
+            pytest.skip("no wrong answers listed (test_every_check_has_two_plausible_wrong_answers fails)")
+        result = check(*answer) if isinstance(answer, tuple) else check(answer)
+        assert not result.passed, result
+
+    return (test_notebook_has_one_cell_per_exercise, test_skeleton_fails, test_solution_passes,
+            test_every_check_has_two_plausible_wrong_answers, test_wrong_answer_fails)
 
 
-ROOFLINE_SOLUTIONS = [
-    (ex.check_saxpy_intensity, ex.solution_saxpy_intensity),
-    (ex.check_attainable, ex.solution_attainable),
-    (ex.check_fma4_kernel, ex.solution_fma4_kernel),
-]
-
-
-(test_roofline_notebook_has_one_cell_per_exercise, test_roofline_skeleton_fails,
- test_roofline_solution_passes) = exercise_tests("01_roofline.ipynb", ROOFLINE_SOLUTIONS)
-
-
-def test_wrong_answers_are_caught():
-    assert not ex.check_saxpy_intensity(lambda: 2 / 16).passed  # the triad's intensity, not SAXPY's
-    assert not ex.check_attainable(lambda i, bw, peak: bw * i).passed  # no flat roof
-    assert not ex.check_attainable(lambda i, bw, peak: 1 / 0).passed  # an error is feedback
