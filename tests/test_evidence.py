@@ -103,3 +103,12 @@ def test_a_result_without_evidence_writes_no_evidence_file(tmp_path):
 def test_the_committed_recordings_all_read():
     for lesson in ("ceilings", "roofline", "littles_law", "coalescing", "bank_conflicts", "reduce", "gemm"):
         assert len(read_result(lesson).table)
+
+
+def test_retired_probes_read_with_their_provenance():
+    from gpu_lessons.results import MissingRecordingError, read_probe
+
+    assert "command" in read_probe("gemm_probe").meta and len(read_probe("gemm_probe").data)
+    assert isinstance(read_probe("bench_spin_check").data, dict)
+    with pytest.raises(MissingRecordingError, match="probes/nope.csv: no such probe recording"):
+        read_probe("nope")

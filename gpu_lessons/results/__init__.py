@@ -13,10 +13,12 @@ from .store import (
     REPOSITORY_ROOT,
     REQUIRED_META_KEYS,
     LessonResult,
+    ProbeData,
     SectionFailure,
     data_root,
     list_recordings,
     provenance,
+    read_probe,
     read_result,
     recorded_gpus,
     recording_paths,
@@ -29,6 +31,7 @@ from .table import COLUMNS, OURS, MissingRecordingError, RecordingError, make_ta
 __all__ = [
     "COLUMNS", "DATA_VARIABLE", "DEFAULT_DATA_ROOT", "DEFAULT_GPU", "OURS", "REPOSITORY_ROOT",
     "REQUIRED_META_KEYS", "RUN", "Evidence", "LessonResult", "MissingRecordingError", "RecordingError",
-    "SectionFailure", "data_root", "list_recordings", "make_table", "provenance", "read_result",
+    "ProbeData", "SectionFailure", "data_root", "list_recordings", "make_table", "provenance", "read_probe",
+    "read_result",
     "recorded_gpus", "recording_paths", "shown_path", "to_json", "write_result",
 ]

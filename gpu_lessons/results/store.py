@@ -323,6 +323,38 @@ def _dumped(value, path: Path) -> str:
         raise RecordingError(f"{shown_path(path)}: not written: {error}") from None
 
 
+@dataclass(frozen=True, eq=False)
+class ProbeData:
+    """A retired probe's recording (data/<gpu>/probes/<name>.csv, or .json) with its provenance."""
+
+    data: pd.DataFrame | dict  # a table (.csv) or what the probe wrote as JSON
+    meta: dict
+    source: str
+
+
+def read_probe(name: str, gpu: str | None = None, root: str | os.PathLike | None = None) -> ProbeData:
+    """A retired probe's recording (``gpu_lessons.makers`` says which probe made it and what it
+    answered); a missing or unreadable file is one RecordingError naming it."""
+    folder = data_root(root) / (gpu or DEFAULT_GPU) / "probes"
+    meta_path = folder / f"{name}{META_SUFFIX}"
+    found = [path for path in (folder / f"{name}.csv", folder / f"{name}.json") if path.exists()]
+    if not found or not meta_path.exists():
+        missing = meta_path if found else folder / f"{name}.csv"
+        raise MissingRecordingError(f"{shown_path(missing)}: no such probe recording")
+    path = found[0]
+    if path.suffix == ".csv":
+        try:
+            data = pd.read_csv(StringIO(_read_text(path)))
+        except (pd.errors.ParserError, pd.errors.EmptyDataError) as error:
+            raise RecordingError(f"{shown_path(path)}: not a readable CSV ({error})") from None
+    else:
+        data = _read_json(path)
+    meta = _read_json(meta_path)
+    if not isinstance(meta, dict) or "command" not in meta:
+        raise RecordingError(f"{shown_path(meta_path)}: must be a JSON object naming the probe's command")
+    return ProbeData(data=data, meta=meta, source=shown_path(path))
+
+
 def list_recordings(root: str | os.PathLike | None = None) -> pd.DataFrame:
     """One row per recording: gpu, lesson, date, rows, and `problem` (empty when it reads well)."""
     root = data_root(root)
