@@ -56,10 +56,8 @@ def copy_vec4_grid_stride(x, out):
 def copy_vec4(x, out):
     """One float4 per thread; the n % 4 threads past the last group copy the tail one by one.
 
-    Measured on an H200 (benchmarks/probe_copy.py), this one-shot grid reached CuPy's copy while
-    every grid-stride shape tried (1/2/4 float4 in flight, 1-32 blocks per SM) stayed ~6% under.
-    Lesson 3 found why: with one wave of blocks each SM gets an equal share, SMs do not get equal
-    bandwidth, and the kernel waits for the slowest (ncu: sm__cycles_active max/min 1.21).
+    On the H200 this one-shot grid reaches CuPy's copy; the grid-stride float4 copy stays a few
+    percent under (lesson 3 shows why: with one wave of blocks, SMs finish at different times).
     """
     i = cuda.grid(1)
     groups = x.size // 4
@@ -87,9 +85,8 @@ def fma_intensity(k: int):
 
     ``k`` is baked in at compile time (closure constants). One float4 per thread (the shape of
     ``copy_vec4``) gives each thread four independent chains. The FMAs run in trips of 16 per
-    chain, an inner loop the compiler unrolls: with one plain loop of k trips, the sweep recorded
-    on 2026-11-29 fell from 49 TFLOP/s at k = 64 to 20 at k = 128, where the loop counter and
-    branch took issue slots from the FMAs.
+    chain, an inner loop the compiler unrolls, so that the loop's counter and branch do not take
+    issue slots from the FMAs.
     """
     if k < 1:
         raise ValueError(f"k (FMAs per element) must be at least 1, got {k}")

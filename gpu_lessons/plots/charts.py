@@ -184,24 +184,42 @@ def _draw_ridge(ax: Axes, ridge: float, peak_gflops: float) -> None:
 
 
 def _label_offsets(ax: Axes, points: pd.DataFrame) -> list[tuple[float, float, str]]:
-    """(dx, dy, ha) in points for each label: below right of its marker (left near the right
-    edge), pushed further down while it would overlap a label placed before it."""
+    """(dx, dy, ha) in points for each label, next to its own marker: below right, above left, above
+    right or below left, the first that covers no label placed before it and no other marker (left of
+    the marker near the right edge); pushed further down when all four are taken."""
     points_per_pixel = 72 / ax.figure.dpi
     right_edge = ax.transAxes.transform((0.85, 0.0))[0] * points_per_pixel
     height = STYLE["note_size"] + 2
-    placed: list[tuple[float, float, float, float]] = []  # label boxes: x0, x1, y0, y1
+    markers = [tuple(ax.transData.transform((p["intensity"], p["gflops"])) * points_per_pixel)
+               for _, p in points.iterrows()]
+    placed: list[tuple[float, float, float, float]] = [(x - 4, x + 4, y - 4, y + 4) for x, y in markers]
     offsets = []
-    for _, point in points.iterrows():
-        x, y = ax.transData.transform((point["intensity"], point["gflops"])) * points_per_pixel
+
+    (left, bottom), (right, top) = ax.transAxes.transform([(0, 0), (1, 1)]) * points_per_pixel
+
+    def free(box):
+        inside = left <= box[0] and box[1] <= right and bottom <= box[2] and box[3] <= top
+        return inside and not any(box[0] < b[1] and box[1] > b[0] and box[2] < b[3] and box[3] > b[2]
+                                  for b in placed)
+
+    for (_, point), (x, y) in zip(points.iterrows(), markers, strict=True):
         width = len(str(point["label"])) * STYLE["note_size"] * 0.55
-        ha = "right" if x > right_edge else "left"
-        dx = -5 if ha == "right" else 5
-        x0 = x + dx - (width if ha == "right" else 0)
-        dy = -9.0
-        while any(x0 < b[1] and x0 + width > b[0] and y + dy - height < b[3] and y + dy > b[2]
-                  for b in placed):
-            dy -= height
-        placed.append((x0, x0 + width, y + dy - height, y + dy))
+        near_edge = x > right_edge
+        candidates = [(-5, -6, "right"), (-5, 4 + height, "right"), (5, 4 + height, "left"), (5, -6, "left")]
+        if not near_edge:
+            candidates = [candidates[3], candidates[1], candidates[2], candidates[0]]
+        for dx, dy, ha in candidates:
+            x0 = x + dx - (width if ha == "right" else 0)
+            box = (x0, x0 + width, y + dy - height, y + dy)
+            if free(box):
+                break
+        else:
+            dx, dy, ha = candidates[0]
+            x0 = x + dx - (width if ha == "right" else 0)
+            while not free((x0, x0 + width, y + dy - height, y + dy)):
+                dy -= height
+            box = (x0, x0 + width, y + dy - height, y + dy)
+        placed.append(box)
         offsets.append((dx, dy, ha))
     return offsets
 
