@@ -6,5 +6,5 @@ from .style import human_bytes, save, show_alt_text_in_jupyter, with_alt
 
 show_alt_text_in_jupyter()
 
-__all__ = ["bank_conflicts", "charts", "coalescing", "gemm", "human_bytes", "littles_law", "reduce", "roofline",
-           "save", "style", "with_alt"]
+__all__ = ["bank_conflicts", "charts", "coalescing", "gemm", "human_bytes", "littles_law", "reduce",
+           "roofline", "save", "style", "with_alt"]

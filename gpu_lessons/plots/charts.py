@@ -28,6 +28,7 @@ from .style import (
     plain_number,
     series_label,
     variant_colors,
+    with_alt,
 )
 
 SECTOR_BYTES = 32
@@ -64,9 +65,12 @@ def bandwidth_vs_size(
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_ylim(0, top * 1.12)
     ax.yaxis.set_major_formatter(FuncFormatter(plain_number))
-    return finish(
-        fig, ax, title, "Bytes moved per call (reads + writes)", "Bandwidth (GB/s)", provenance
-    )
+    finish(fig, ax, title, "Bytes moved per call (reads + writes)", "Bandwidth (GB/s)", provenance)
+    best = table.loc[table["gbps"].idxmax()]
+    return with_alt(fig, f"Bandwidth in GB/s against bytes moved per call (log scale) for "
+                    f"{table['variant'].nunique()} variants; it rises with size, the best "
+                    f"{best['gbps']:,.0f} GB/s ({best['variant']}) at {human_bytes(best['bytes'])}"
+                    + (f", beside a ceiling line at {ceiling_gbps:,.0f} GB/s." if ceiling_gbps else "."))
 
 
 def _largest_size_rows(table: pd.DataFrame, metric: str) -> pd.DataFrame:
@@ -136,7 +140,9 @@ def percent_of_ceiling(
         f"% of {label} (100% = {ceiling:,.0f} {unit})", "", provenance,
     )
     ax.grid(False, axis="y")
-    return fig
+    shares = "; ".join(f"{v}: {p:.0f}%" for v, p in zip(rows["variant"], percents, strict=True))
+    return with_alt(fig, f"Horizontal bars: each kernel's share of the {label} ({ceiling:,.0f} {unit}). "
+                    f"{shares}.")
 
 
 def _intensity_range(ridge: float, points: pd.DataFrame | None) -> tuple[float, float]:
@@ -286,8 +292,12 @@ def roofline(
         axis.set_major_locator(LogLocator(base=10))
         axis.set_major_formatter(FuncFormatter(plain_number))
         axis.set_minor_formatter(NullFormatter())
-    return finish(fig, ax, title, "Arithmetic intensity (FLOP/byte)", "Performance (GFLOP/s)",
-                   provenance, legend_loc="lower right")
+    finish(fig, ax, title, "Arithmetic intensity (FLOP/byte)", "Performance (GFLOP/s)", provenance,
+           legend_loc="lower right")
+    described = f" with {len(points)} measured kernels as points" if has_points else ""
+    return with_alt(fig, f"Log-log roofline: a slanted bandwidth roof at {bandwidth_gbps:,.0f} GB/s meets a "
+                    f"flat compute roof at {peak_gflops:,.0f} GFLOP/s at the ridge point, "
+                    f"{peak_gflops / bandwidth_gbps:.1f} FLOP/byte{described}.")
 
 
 def _line_positions(lines: np.ndarray) -> dict[int, float]:
@@ -384,4 +394,7 @@ def global_sectors(
               frameon=False)
     if provenance:
         add_caption(fig, provenance)
-    return fig
+    return with_alt(fig, f"One warp's request drawn lane by lane: the bytes each lane uses inside the "
+                    f"32-byte sectors and 128-byte lines it touches; {attrs['sectors']} sectors per request "
+                    f"against an ideal {attrs['ideal_sectors']}, {attrs['useful_bytes'] / moved:.0%} of the "
+                    "moved bytes used.")
