@@ -5,10 +5,14 @@
 Runs the kernel tests in GPU mode in this process (which compiles the package's kernels; their result
 is the GPU-mode test run), then, for every compiled kernel and a sweep of block sizes and dynamic
 shared-memory sizes (edges included: partial warps, one allocation unit past a boundary, past the
-per-block limit), asks the driver (cuOccupancyMaxActiveBlocksPerMultiprocessor) and
-gpu_lessons.occupancy. Writes DIR/occupancy_driver.csv (one row per case) and
+plain and the opt-in per-block limits), asks the driver (cuOccupancyMaxActiveBlocksPerMultiprocessor)
+and gpu_lessons.occupancy twice: first with the kernel's dynamic shared-memory limit at a plain
+kernel's value (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 48 KiB - static: what a kernel has
+until it opts in; set explicitly, since the tests may have opted some kernels in), against
+occupancy(..., opt_in=False); then with the attribute raised to the GPU's opt-in maximum, against
+occupancy(..., opt_in=True). Writes DIR/occupancy_driver.csv (one row per case, both answers) and
 DIR/occupancy_driver.json (the SM limits and a summary); tests/test_occupancy_driver.py holds the
-recorded table to the calculator on the simulator.
+recorded table to the calculator, both ways, on the simulator.
 """
 
 from __future__ import annotations
@@ -28,9 +32,11 @@ BLOCKS = (1, 32, 48, 64, 96, 128, 160, 192, 224, 256, 288, 320, 384, 448, 512, 5
 
 
 def shared_sizes(limits, static: int) -> list[int]:
-    optin = limits.shared_per_block_optin - static
+    """Dynamic shared bytes to ask about: both per-block limits (plain and opt-in) and one byte past
+    each, where two blocks stop fitting, and a few in between."""
+    plain, optin = limits.shared_per_block - static, limits.shared_per_block_optin - static
     two = limits.shared_per_sm // 2 // limits.shared_allocation_unit * limits.shared_allocation_unit
-    sizes = {0, 1, 1000, 8192, 48 * 1024 - 1024 - static, 48 * 1024, 65543, 100_000,
+    sizes = {0, 1, 1000, 8192, 48 * 1024 - 1024 - static, plain, plain + 1, 65543, 100_000,
              two - limits.reserved_shared_per_block - static,
              two - limits.reserved_shared_per_block - static + 1,
              optin, optin + 1}
@@ -62,8 +68,18 @@ def dispatchers():
     return found
 
 
+WAYS = {False: "", True: "_opt_in"}  # opt_in -> suffix of the CSV columns
+
+
+def agrees(mine: str, driver: str) -> bool:
+    """The calculator's refusal (over the opt-in limit: no kernel may ask that much) matches the
+    driver's 0 or error."""
+    return mine == driver or (mine == "refused" and (driver == "0" or driver.startswith("error")))
+
+
 def compare(out: Path, verbose: bool = True) -> int:
-    """Driver vs calculator for every compiled kernel; writes the table and summary; returns disagreements."""
+    """Driver vs calculator for every compiled kernel, without and with the opt-in; writes the table
+    and summary; returns the disagreements (both ways together)."""
     from numba import cuda
     from numba.cuda.cudadrv.driver import binding, driver
 
@@ -73,7 +89,8 @@ def compare(out: Path, verbose: bool = True) -> int:
     out.mkdir(parents=True, exist_ok=True)
     limits = occ.sm_limits()
     ctx = cuda.current_context()
-    rows, skipped = [], []
+    attribute = binding.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    rows, skipped, found, plain_before = [], [], {}, 0
     for name, kernel in dispatchers().items():
         if not kernel.overloads:
             skipped.append(name)
@@ -82,39 +99,54 @@ def compare(out: Path, verbose: bool = True) -> int:
             cufunc = overload._codelibrary.get_cufunc()
             regs, static = int(overload.regs_per_thread), int(overload.shared_mem_per_block)
             local, most = int(overload.local_mem_per_thread), int(overload.max_threads_per_block)
-            attribute = binding.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-            driver.cuKernelSetAttribute(attribute, limits.shared_per_block_optin - static, cufunc.handle,
-                                        cufunc.device.id)
-            for block in BLOCKS:
-                for dynamic in shared_sizes(limits, static):
+            base = {"kernel": name, "signature": short_signature(signature), "registers": regs,
+                    "static_shared": static, "local_bytes": local, "max_threads": most}
+            try:  # the limit the kernel had when the comparison began (the tests may have raised it)
+                before = int(driver.cuKernelGetAttribute(attribute, cufunc.handle, cufunc.device.id))
+            except Exception as error:  # noqa: BLE001 - a record of what was there, not needed
+                before = f"error {type(error).__name__}"
+            found[f"{name} {base['signature']}"] = before
+            if before == limits.shared_per_block - static:
+                plain_before += 1
+            cases = {(block, dynamic): dict(base, block=block, dynamic_shared=dynamic)
+                     for block in BLOCKS for dynamic in shared_sizes(limits, static)}
+            for opt_in, suffix in WAYS.items():
+                limit = (limits.shared_per_block_optin if opt_in else limits.shared_per_block) - static
+                driver.cuKernelSetAttribute(attribute, limit, cufunc.handle, cufunc.device.id)
+                for (block, dynamic), row in cases.items():
                     try:
                         got = ctx.get_active_blocks_per_multiprocessor(cufunc, block, dynamic)
                         got = str(int(got[1] if isinstance(got, tuple) else got))
                     except Exception as error:  # noqa: BLE001 - the driver's refusal is an answer too
                         got = f"error {type(error).__name__}"
                     try:
-                        calc = occ.occupancy(block, regs, static + dynamic, limits)
+                        calc = occ.occupancy(block, regs, static + dynamic, limits, opt_in=opt_in)
                         mine, limiter = str(calc.blocks_per_sm), calc.limiter
                     except InputError as error:
                         mine, limiter = "refused", str(error).split(":")[0][:60]
-                    agree = mine == got or (mine == "refused" and (got == "0" or got.startswith("error")))
-                    rows.append({"kernel": name, "signature": short_signature(signature), "registers": regs,
-                                 "static_shared": static, "local_bytes": local, "max_threads": most,
-                                 "block": block, "dynamic_shared": dynamic, "driver": got, "calculator": mine,
-                                 "limiter": limiter, "agree": agree})
+                    row.update({f"driver{suffix}": got, f"calculator{suffix}": mine,
+                                f"limiter{suffix}": limiter, f"agree{suffix}": agrees(mine, got)})
+            rows += cases.values()
     with open(out / "occupancy_driver.csv", "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    bad = [r for r in rows if not r["agree"]]
-    summary = {"sm_limits": limits.as_dict(), "cases": len(rows), "disagreements": len(bad),
-               "kernels": len({(r["kernel"], r["signature"]) for r in rows}), "not_compiled": skipped}
+    bad = {suffix: [r for r in rows if not r[f"agree{suffix}"]] for suffix in WAYS.values()}
+    statics = {f"{r['kernel']} {r['signature']}": r["static_shared"] for r in rows}
+    summary = {"sm_limits": limits.as_dict(), "cases": len(rows),
+               "disagreements": len(bad[""]), "disagreements_opt_in": len(bad["_opt_in"]),
+               "kernels": len(statics), "not_compiled": skipped,
+               # each kernel's dynamic limit before the comparison set it: 48 KiB - static unless opted in
+               "dynamic_limit_before_plain": plain_before,
+               "dynamic_limit_before_other": {key: value for key, value in found.items()
+                                              if value != limits.shared_per_block - statics[key]}}
     (out / "occupancy_driver.json").write_text(json.dumps(summary, indent=2) + "\n")
     if verbose:
         print(json.dumps({k: v for k, v in summary.items() if k != "sm_limits"}))
-        for r in bad[:30]:
-            print("DISAGREE", r)
-    return len(bad)
+        for suffix, wrong in bad.items():
+            for r in wrong[:15]:
+                print(f"DISAGREE{suffix or ' (plain)'}", r)
+    return len(bad[""]) + len(bad["_opt_in"])
 
 
 def main() -> int:
