@@ -21,6 +21,7 @@ import argparse
 import csv
 import importlib
 import json
+import os
 import pkgutil
 import re
 import sys
@@ -77,9 +78,9 @@ def agrees(mine: str, driver: str) -> bool:
     return mine == driver or (mine == "refused" and (driver == "0" or driver.startswith("error")))
 
 
-def compare(out: Path, verbose: bool = True) -> int:
+def compare(out: Path, verbose: bool = True, about: dict | None = None) -> int:
     """Driver vs calculator for every compiled kernel, without and with the opt-in; writes the table
-    and summary; returns the disagreements (both ways together)."""
+    and summary (with ``about``: provenance); returns the disagreements (both ways together)."""
     from numba import cuda
     from numba.cuda.cudadrv.driver import binding, driver
 
@@ -133,7 +134,7 @@ def compare(out: Path, verbose: bool = True) -> int:
         writer.writerows(rows)
     bad = {suffix: [r for r in rows if not r[f"agree{suffix}"]] for suffix in WAYS.values()}
     statics = {f"{r['kernel']} {r['signature']}": r["static_shared"] for r in rows}
-    summary = {"sm_limits": limits.as_dict(), "cases": len(rows),
+    summary = {"sm_limits": limits.as_dict(), **(about or {}), "cases": len(rows),
                "disagreements": len(bad[""]), "disagreements_opt_in": len(bad["_opt_in"]),
                "kernels": len(statics), "not_compiled": skipped,
                # each kernel's dynamic limit before the comparison set it: 48 KiB - static unless opted in
@@ -149,16 +150,48 @@ def compare(out: Path, verbose: bool = True) -> int:
     return len(bad[""]) + len(bad["_opt_in"])
 
 
+class Deadline:
+    """A pytest plugin: no test starts after ``seconds`` (the comparison still runs, on the kernels
+    compiled so far)."""
+
+    def __init__(self, seconds: float | None):
+        self.end = None if seconds is None else time.time() + seconds
+        self.stopped = False
+
+    def pytest_runtest_teardown(self, item):
+        if self.end is not None and time.time() > self.end:
+            item.session.shouldstop = "the test time budget is spent"
+            self.stopped = True
+
+
+def provenance(status: int, stopped: bool, pytest_args: list[str]) -> dict:
+    """Where and when: the GPU, versions, date, git revision (GPU_LESSONS_GIT_REVISION on a copy
+    without .git), and how the GPU-mode test run that compiled the kernels ended."""
+    from datetime import datetime, timezone
+
+    from gpu_lessons.device import device_info
+
+    info = device_info()
+    return {"gpu": info.name, "driver": info.driver, "cuda_runtime": info.cuda_runtime,
+            "numba_cuda": info.numba_cuda, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "git_revision": os.environ.get("GPU_LESSONS_GIT_REVISION", "unknown"),
+            "tests": {"args": pytest_args, "exit_status": status, "stopped_by_budget": stopped}}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
+    parser.add_argument("--test-budget", type=float, default=None,
+                        help="seconds after which no further test starts")
     args, pytest_args = parser.parse_known_args()
     import pytest
 
     started = time.time()
-    status = pytest.main(["-q", "-p", "no:cacheprovider", "-o", "addopts=", *pytest_args])
-    print(f"pytest (GPU mode) exit status {int(status)} in {time.time() - started:.1f}s")
-    return 1 if compare(Path(args.out)) else 0
+    deadline = Deadline(args.test_budget)
+    status = pytest.main(["-q", "-p", "no:cacheprovider", "-o", "addopts=", *pytest_args], plugins=[deadline])
+    print(f"pytest (GPU mode) exit status {int(status)} in {time.time() - started:.1f}s"
+          + (" (stopped: test budget spent)" if deadline.stopped else ""))
+    return 1 if compare(Path(args.out), about=provenance(int(status), deadline.stopped, pytest_args)) else 0
 
 
 if __name__ == "__main__":
