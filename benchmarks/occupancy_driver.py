@@ -50,7 +50,8 @@ def short_signature(signature) -> str:
 
 
 def dispatchers():
-    """Every compiled numba kernel in gpu_lessons' kernel and exercise modules, with its overloads."""
+    """Every numba kernel in gpu_lessons' kernel and exercise modules, with its overloads (device
+    functions are no launch: they have no occupancy of their own)."""
     from numba.cuda.dispatcher import CUDADispatcher
 
     import gpu_lessons.exercises
@@ -62,7 +63,7 @@ def dispatchers():
         for info in pkgutil.iter_modules(package.__path__):
             module = importlib.import_module(f"{package.__name__}.{info.name}")
             for name, value in vars(module).items():
-                if isinstance(value, CUDADispatcher):
+                if isinstance(value, CUDADispatcher) and not value.targetoptions.get("device"):
                     found[f"{info.name}.{name}"] = value
     for name, kernel in littles_law.GENERATED.items():
         found[f"littles_law.{name}"] = kernel
