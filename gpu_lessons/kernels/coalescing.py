@@ -19,7 +19,8 @@ A warp's load or store instruction is one *request*; the memory system serves it
 6. ``add_vec4``, the notes' float4 skeleton done right: 16-byte body, scalar tail, misaligned
    views refused with a clear error (no scalar head: see ``add_vec4``).
 
-Each has a host wrapper taking NumPy or device arrays and returning the same kind.
+Each has a host wrapper taking NumPy or device arrays (C-contiguous) and returning the same kind;
+an empty input gives the empty result without a launch.
 Kernels from 4. on index with unsigned 64-bit integers: a signed index makes Numba emit
 negative-index wraparound code on every access (see the lesson).
 """
@@ -34,8 +35,10 @@ from ..checks import (
     require_aligned,
     require_array,
     require_block,
+    require_choice,
     require_contiguous,
     require_int,
+    require_number,
     require_same_shape,
 )
 from ..vector import load2, load4, store2, store4
@@ -73,17 +76,24 @@ def soa_field_kernel(soa, out, field):
 
 
 def _launch_1d(kernel, n: int, block: int, *args) -> None:
-    kernel[blocks_to_cover(n, block), block](*args)
+    if n:  # nothing to do: no launch (a grid of 0 blocks is no launch configuration)
+        kernel[blocks_to_cover(n, block), block](*args)
+
+
+def _vector(x, name: str = "x"):
+    require_array(x, name, dtype=np.float32, ndim=1)
+    require_contiguous(x, name)
+    return x
 
 
 def offset_copy(x, offset: int, block: int = THREADS_PER_BLOCK):
-    """``out[i] = x[i + offset]`` for i < len(x) - offset."""
-    require_array(x, "x", dtype=np.float32, ndim=1)
+    """``out[i] = x[i + offset]`` for i < len(x) - offset (``x[offset:]``; empty for offset = len(x))."""
+    _vector(x)
     offset = require_int(offset, "offset", minimum=0)
     block = require_block(block)
     n = x.shape[0] - offset
-    if n < 1:
-        raise InputError(f"offset {offset} leaves nothing to copy from x of length {x.shape[0]}")
+    if n < 0:
+        raise InputError(f"offset {offset} is past the end of x (length {x.shape[0]})")
     d_x = to_device(x, "x")
     d_out = cuda.device_array(n, np.float32)
     _launch_1d(offset_copy_kernel, n, block, d_x, d_out, offset)
@@ -91,12 +101,10 @@ def offset_copy(x, offset: int, block: int = THREADS_PER_BLOCK):
 
 
 def strided_copy(x, stride: int, block: int = THREADS_PER_BLOCK):
-    """``out[i] = x[i * stride]`` for every i with i * stride < len(x)."""
-    require_array(x, "x", dtype=np.float32, ndim=1)
+    """``out[i] = x[i * stride]`` for every i with i * stride < len(x) (``x[::stride]``)."""
+    _vector(x)
     stride = require_int(stride, "stride", minimum=1)
     block = require_block(block)
-    if x.shape[0] < 1:
-        raise InputError("x is empty")
     n = -(-x.shape[0] // stride)
     d_x = to_device(x, "x")
     d_out = cuda.device_array(n, np.float32)
@@ -106,9 +114,10 @@ def strided_copy(x, stride: int, block: int = THREADS_PER_BLOCK):
 
 def _read_field(kernel, array, name: str, field: int, records_axis: int, block: int):
     require_array(array, name, dtype=np.float32, ndim=2)
+    require_contiguous(array, name)
     n, fields = array.shape[records_axis], array.shape[1 - records_axis]
-    if n < 1 or fields < 1:
-        raise InputError(f"{name} must hold at least one record of one field, got shape {tuple(array.shape)}")
+    if fields < 1:
+        raise InputError(f"{name} has no fields to read, shape {tuple(array.shape)}")
     field = require_int(field, "field", 0, fields - 1)
     block = require_block(block)
     d_out = cuda.device_array(n, np.float32)
@@ -173,8 +182,11 @@ def random_values(index, seed: int) -> np.ndarray:
 def fill_random(array, seed: int) -> None:
     """Fill a float32 device array with ``random_values(arange(size), seed)`` (on the device)."""
     require_array(array, "array", dtype=np.float32)
-    flat = array.reshape(array.size)
-    fill_random_kernel[grid_stride_blocks(max(1, flat.size)), THREADS_PER_BLOCK](flat, np.uint64(seed))
+    require_contiguous(array, "array")
+    seed = require_int(seed, "seed", 0, 2**64 - 1)
+    if array.size:  # an empty array: nothing to launch
+        flat = array.reshape(array.size)
+        fill_random_kernel[grid_stride_blocks(flat.size), THREADS_PER_BLOCK](flat, np.uint64(seed))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -312,9 +324,10 @@ _SOA_KERNELS = {
 
 def particles_soa_launch(variant: str, arrays, dt, block: int = THREADS_PER_BLOCK) -> None:
     """Launch a SoA variant on six device arrays (x, y, z, vx, vy, vz)."""
+    kernel = _SOA_KERNELS[require_choice(variant, "SoA variant", _SOA_KERNELS)]
     n = arrays[0].size
     threads = n // 4 + n % 4 if variant.endswith("vec4") else n
-    _SOA_KERNELS[variant][blocks_to_cover(threads, block), block](*arrays, np.float32(dt))
+    kernel[blocks_to_cover(threads, block), block](*arrays, np.float32(dt))
 
 
 def particles_aos_launch(p, dt, block: int = THREADS_PER_BLOCK) -> None:
@@ -367,11 +380,15 @@ def particles_reference(aos: np.ndarray, dt) -> np.ndarray:
 
 
 def _particle_records(aos, name="aos"):
+    if not isinstance(aos, np.ndarray):
+        raise InputError(f"{name} must be a NumPy array of (n, 6) records, got {type(aos).__name__}")
     require_array(aos, name, dtype=np.float32, ndim=2)
-    if aos.shape[1] != PARTICLE_FIELDS or aos.shape[0] < 1:
-        raise InputError(f"{name} must have shape (n >= 1, 6) for x, y, z, vx, vy, vz; "
-                         f"got {tuple(aos.shape)}")
+    if aos.shape[1] != PARTICLE_FIELDS:
+        raise InputError(f"{name} must have shape (n, 6) for x, y, z, vx, vy, vz; got {tuple(aos.shape)}")
     return np.ascontiguousarray(aos)
+
+
+LAYOUTS = ("aos", "soa", "aosoa", "padded")
 
 
 def update_particles(aos, dt, layout: str = "soa", variant: str | None = None):
@@ -379,15 +396,21 @@ def update_particles(aos, dt, layout: str = "soa", variant: str | None = None):
     new (n, 6) records. ``layout``: 'aos', 'soa' (``variant`` picks a SoA kernel), 'aosoa',
     'padded'. For testing and teaching: the timed experiment keeps data in its layout."""
     aos = _particle_records(aos)
+    require_number(dt, "dt")
+    require_choice(layout, "layout", LAYOUTS)
+    if variant is not None:
+        if layout != "soa":
+            raise InputError(f"variant picks a SoA kernel: it needs layout='soa', got layout={layout!r}")
+        require_choice(variant, "SoA variant", _SOA_KERNELS)
     n = aos.shape[0]
+    if n == 0:  # no particles: nothing to launch
+        return aos.copy()
     if layout == "aos":
         d = cuda.to_device(aos)
         particles_aos_launch(d, dt)
         return d.copy_to_host()
     if layout == "soa":
         variant = variant or "particles_soa"
-        if variant not in _SOA_KERNELS:
-            raise InputError(f"unknown SoA variant {variant!r}; choose one of {', '.join(_SOA_KERNELS)}")
         arrays = [cuda.to_device(np.ascontiguousarray(aos[:, f])) for f in range(PARTICLE_FIELDS)]
         particles_soa_launch(variant, arrays, dt)
         return np.stack([a.copy_to_host() for a in arrays], axis=1)
@@ -395,11 +418,9 @@ def update_particles(aos, dt, layout: str = "soa", variant: str | None = None):
         d = cuda.to_device(to_aosoa(aos))
         particles_aosoa_launch(d, n, dt)
         return from_aosoa(d.copy_to_host(), n)
-    if layout == "padded":
-        d = cuda.to_device(to_padded(aos))
-        particles_padded_launch(d, dt)
-        return from_padded(d.copy_to_host())
-    raise InputError(f"unknown layout {layout!r}; choose one of aos, soa, aosoa, padded")
+    d = cuda.to_device(to_padded(aos))  # padded
+    particles_padded_launch(d, dt)
+    return from_padded(d.copy_to_host())
 
 
 # Layout changes on the device (the experiment builds every layout from the same random SoA data).
@@ -649,7 +670,7 @@ WIDTH_VARIANTS = {  # name -> (kernel, bytes per access, grid-stride?)
 def width_launch(variant: str, x, out, block: int = THREADS_PER_BLOCK, waves: int = 1) -> None:
     """Launch a copy of WIDTH_VARIANTS on device arrays; grid-stride ones get ``waves`` x the
     blocks that fit on the device at once (``block`` threads each), but no more than needed."""
-    kernel, width, grid_stride = WIDTH_VARIANTS[variant]
+    kernel, width, grid_stride = WIDTH_VARIANTS[require_choice(variant, "copy", WIDTH_VARIANTS)]
     n = x.size
     threads = n // (width // 4) + n % (width // 4)
     if grid_stride:
@@ -665,19 +686,16 @@ def width_launch(variant: str, x, out, block: int = THREADS_PER_BLOCK, waves: in
 
 def copy_width(x, variant: str = "copy_w16", block: int = THREADS_PER_BLOCK, waves: int = 1):
     """Copy a float32 vector with one of WIDTH_VARIANTS (host or device array in, same out)."""
-    require_array(x, "x", dtype=np.float32, ndim=1)
-    require_contiguous(x, "x")
-    if variant not in WIDTH_VARIANTS:
-        raise InputError(f"unknown copy {variant!r}; choose one of {', '.join(WIDTH_VARIANTS)}")
-    width = WIDTH_VARIANTS[variant][1]
+    _vector(x)
+    width = WIDTH_VARIANTS[require_choice(variant, "copy", WIDTH_VARIANTS)][1]
     if width > 4:
         require_aligned(x, "x", width)
-    if x.shape[0] < 1:
-        raise InputError("x is empty")
     block = require_block(block)
+    waves = require_int(waves, "waves", 1)
     d_x = to_device(x, "x")
     d_out = cuda.device_array(x.shape[0], np.float32)
-    width_launch(variant, d_x, d_out, block, waves)
+    if x.shape[0]:  # an empty x: an empty copy, no launch
+        width_launch(variant, d_x, d_out, block, waves)
     return returned(d_out, not is_device_array(x))
 
 
@@ -749,7 +767,11 @@ def _count_nan_kernel(flat, count):
 
 def count_nan(array) -> int:
     """NaN elements of a float32 device array (poisoned outputs a kernel never wrote)."""
+    require_array(array, "array", dtype=np.float32)
+    require_contiguous(array, "array")
+    if array.size == 0:
+        return 0
     count = cuda.to_device(np.zeros(1, np.int64))
     flat = array.reshape(array.size)
-    _count_nan_kernel[grid_stride_blocks(max(1, flat.size)), THREADS_PER_BLOCK](flat, count)
+    _count_nan_kernel[grid_stride_blocks(flat.size), THREADS_PER_BLOCK](flat, count)
     return int(count.copy_to_host()[0])

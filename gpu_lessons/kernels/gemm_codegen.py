@@ -28,7 +28,8 @@ source of one kernel, printed in the notebook; ``build(tile)`` compiles it. Ever
 
 All indices are uint64 (the signed-index trap of step 6) and every constant is wrapped in ``U(...)``
 so that no signed integer enters the arithmetic (uint64 + int64 is float64 in numba). Edges: loads
-outside the matrix read zeros, stores are guarded, so any M, N, K >= 1 works without padding.
+outside the matrix read zeros, stores are guarded, so any M, N, K works without padding (M or N = 0:
+no launch; K = 0: zeros).
 """
 
 from __future__ import annotations
@@ -318,9 +319,12 @@ def vector_ok(a, b, c, k: int, n: int) -> bool:
 
 def launch(t: Tile, a, b, c) -> Tile:
     """C = A @ B on device arrays; picks the 4-byte-load twin when the shape forbids 16-byte loads.
-    Returns the tile actually used."""
+    Returns the tile actually used (``t`` when C is empty: M or N = 0 needs no launch; K = 0 is a
+    launch, which writes zeros)."""
     m, k = a.shape
     n = b.shape[1]
+    if m == 0 or n == 0:
+        return t
     used = t if (not t.vector or vector_ok(a, b, c, k, n)) else t.scalar()
     grid = (-(-n // t.bn), -(-m // t.bm))
     build(used)[grid, used.threads](a.reshape(a.size), b.reshape(b.size), c.reshape(c.size),
@@ -330,6 +334,9 @@ def launch(t: Tile, a, b, c) -> Tile:
 
 def gemm_generated(a, b, t: Tile = Tile()):
     """C = A @ B with a generated kernel (host or device arrays in, same kind out)."""
+    if not isinstance(t, Tile):
+        raise InputError(f"t must be a gemm_codegen.Tile, got {type(t).__name__}")
+    t.validate()
     m, n = check_gemm_operands(a, b)
     d_a, d_b = to_device(a, "a"), to_device(b, "b")
     d_c = cuda.device_array((m, n), np.float32)

@@ -19,7 +19,15 @@ from functools import cache
 import numpy as np
 from numba import cuda, float32
 
-from ..checks import require_aligned, require_array, require_contiguous, require_same_shape
+from ..checks import (
+    require_aligned,
+    require_array,
+    require_choice,
+    require_contiguous,
+    require_host,
+    require_int,
+    require_same_shape,
+)
 from ..vector import load4, store4
 from .launch import THREADS_PER_BLOCK, blocks_to_cover, grid_stride_blocks
 
@@ -88,8 +96,7 @@ def fma_intensity(k: int):
     chain, an inner loop the compiler unrolls, so that the loop's counter and branch do not take
     issue slots from the FMAs.
     """
-    if k < 1:
-        raise ValueError(f"k (FMAs per element) must be at least 1, got {k}")
+    k = require_int(k, "k (FMAs per element)", 1)
     trips, rest = divmod(k, FMA_UNROLL)
 
     @cuda.jit
@@ -150,6 +157,7 @@ def fma_peak(out, trips, a, b):
 
 
 def copy_launch(variant: str, x, out) -> None:
+    require_choice(variant, "copy variant", COPY_VARIANTS)
     n = x.size
     if variant == "copy_one_per_thread":
         copy_one_per_thread[blocks_to_cover(n), THREADS_PER_BLOCK](x, out)
@@ -157,10 +165,8 @@ def copy_launch(variant: str, x, out) -> None:
         copy_grid_stride[grid_stride_blocks(n), THREADS_PER_BLOCK](x, out)
     elif variant == "copy_vec4_grid_stride":
         copy_vec4_grid_stride[grid_stride_blocks(max(1, n // 4)), THREADS_PER_BLOCK](x, out)
-    elif variant == "copy_vec4":
+    else:  # copy_vec4
         copy_vec4[blocks_to_cover(vec4_threads(n)), THREADS_PER_BLOCK](x, out)
-    else:
-        raise ValueError(f"unknown copy variant {variant!r}; choose one of: {', '.join(COPY_VARIANTS)}")
 
 
 COPY_VARIANTS = ("copy_one_per_thread", "copy_grid_stride", "copy_vec4_grid_stride", "copy_vec4")
@@ -194,6 +200,8 @@ def fma_peak_flops(blocks: int, trips: int) -> int:
 
 
 def _float32_vector(x, name):
+    """The wrappers below take NumPy vectors (and return NumPy arrays)."""
+    require_host(x, name)
     require_array(x, name, dtype=np.float32, ndim=1)
     require_contiguous(x, name)
     return x
@@ -202,10 +210,12 @@ def _float32_vector(x, name):
 def copy(x, variant: str = "copy_vec4"):
     """Copy a float32 vector with one of the copy kernels; returns the copy (host array)."""
     _float32_vector(x, "x")
+    require_choice(variant, "copy variant", COPY_VARIANTS)
     if "vec4" in variant:
         require_aligned(x, "x", 16)
     out = np.empty_like(x)
-    copy_launch(variant, x, out)
+    if x.size:  # an empty x: an empty copy, no launch
+        copy_launch(variant, x, out)
     return out
 
 
@@ -215,7 +225,8 @@ def triad_host(a, b, c):
         _float32_vector(v, name)
     require_same_shape(a=a, b=b, c=c)
     result = np.array(c, copy=True)
-    triad_launch(a, b, result)
+    if result.size:  # empty vectors: nothing to launch
+        triad_launch(a, b, result)
     return result
 
 
@@ -230,8 +241,11 @@ def fma_chain_reference(x, k: int):
 
 
 def fma_intensity_host(x, k: int):
+    """k dependent FMAs on each element of a float32 NumPy vector (fma_intensity(k)); returns y."""
     _float32_vector(x, "x")
     require_aligned(x, "x", 16)
+    fma_intensity(k)  # a bad k: an error before any work
     y = np.empty_like(x)
-    fma_intensity_launch(k, x, y)
+    if x.size:  # an empty x: nothing to launch
+        fma_intensity_launch(k, x, y)
     return y

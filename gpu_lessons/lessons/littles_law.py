@@ -163,9 +163,11 @@ def _residency(kernel, args, key, block, blocks_per_sm, limits, sass=False, cap=
     res = _FACTS.get("kernels", {}).get(key) or _resources(kernel, args, key, sass)
     full = blocks_per_sm * block >= limits.max_threads_per_sm
     shared = 0 if full or not cap else occ.shared_to_limit(block, blocks_per_sm, limits)
-    if shared > limits.shared_per_block - res["shared_bytes_per_block"]:
+    opt_in = shared > limits.shared_per_block - res["shared_bytes_per_block"]
+    if opt_in:
         k.allow_dynamic_shared(kernel, args, limits.shared_per_block_optin - res["shared_bytes_per_block"])
-    calc = occ.occupancy(block, res["registers_per_thread"], res["shared_bytes_per_block"] + shared, limits)
+    calc = occ.occupancy(block, res["registers_per_thread"], res["shared_bytes_per_block"] + shared, limits,
+                         opt_in=opt_in)
     driver = occ.driver_blocks_per_sm(kernel, block, shared, signature=tuple(_typeof(a) for a in args))
     _FACTS.setdefault("occupancy", []).append(
         {"kernel": key, "block": block, "dynamic_shared": shared, "registers": res["registers_per_thread"],
