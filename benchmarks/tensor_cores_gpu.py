@@ -59,6 +59,9 @@ def variants():
         "warp_tile cap128": ("tc", tc.TcTile(max_registers=128), ("2048^3", "4096^3", "8192^3")),
         "warp_tile grouped 8": ("tc", tc.TcTile(group_m=8), ("4096^3", "8192^3")),
         "warp_tile unrounded": ("tc", tc.TcTile(round_inputs=False), ("4096^3",)),
+        "warp_tile bk16 4 stages": ("tc", tc.TcTile(bk=16, stages=4), ("2048^3", "4096^3", "8192^3")),
+        "warp_tile 64x64 (4 warps)": ("tc", tc.TcTile(wn=64, stages=3), ("2048^3", "4096^3", "8192^3")),
+        "warp_tile_64x64": ("tc", tc.WARP_TILE_64X64, ("2048^3", "4096^3", "8192^3")),
         "simt big_tile (lesson 6)": ("simt", steps.BIG_TILE, ("2048^3", "4096^3")),
     }
     for stages in (2, 3, 4):
@@ -232,6 +235,85 @@ def kernel_facts(kernel) -> dict:
     return facts
 
 
+NCU_SHAPE = "2048^3"
+NCU_VARIANTS = ["cublas sgemm", "simt big_tile (lesson 6)", "simt cp.async 2 stages",
+                "simt cp.async 3 stages", "simt cp.async 4 stages", "warp_tile", "warp_tile cap128",
+                "warp_tile 64x64 (4 warps)"]
+NCU_METRICS = [
+    "gpu__time_duration.sum",
+    "smsp__issue_active.avg.pct_of_peak_sustained_active",
+    "smsp__inst_executed.sum",
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+    "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+    "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio",
+    "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",
+    "smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio",
+    "smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio",
+    "smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio",
+    "smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio",
+    "smsp__average_warps_issue_stalled_wait_per_issue_active.ratio",
+    "smsp__average_warps_issue_stalled_dispatch_stall_per_issue_active.ratio",
+    "launch__registers_per_thread",
+]
+
+
+def ncu_launch(names: list[str]) -> int:
+    """Under ncu: each variant launched once at NCU_SHAPE (kernels compiled before, not profiled)."""
+    import cupy as cp
+    from numba import cuda
+
+    all_variants = variants()
+    m, n, k = SHAPES[NCU_SHAPE]
+    generator = cp.random.default_rng(SEED)
+    a = generator.standard_normal((m, k), dtype=cp.float32)
+    b = generator.standard_normal((k, n), dtype=cp.float32)
+    c = cp.empty((m, n), cp.float32)
+    for name in names:
+        if name == "cublas sgemm":
+            cp.matmul(a, b, out=c)
+            continue
+        kind, tile, _ = all_variants[name]
+        _compile(kind, tile)
+        from gpu_lessons.kernels import gemm_codegen, tc_codegen
+
+        module = tc_codegen if kind == "tc" else gemm_codegen
+        module.launch(tile, cuda.as_cuda_array(a), cuda.as_cuda_array(b), cuda.as_cuda_array(c))
+    cp.cuda.runtime.deviceSynchronize()
+    return 0
+
+
+def run_ncu(out: Path, names: list[str], workers: int) -> int:
+    """Nsight Compute counters of the SIMT pipeline depths, lesson 6's kernel, cuBLAS and the TF32
+    warp tiles at NCU_SHAPE: OUT/tensor_cores_ncu.csv (raw) and a table on stdout."""
+    import csv
+    import io
+
+    out.mkdir(parents=True, exist_ok=True)
+    compile_in_parallel([n for n in names if n != "cublas sgemm"], workers)
+    command = ["ncu", "--clock-control", "none", "--csv", "--metrics", ",".join(NCU_METRICS), "-k",
+               "regex:gemm|sgemm|cutlass", sys.executable, __file__, "--ncu-launch", json.dumps(names)]
+    result = subprocess.run(command, capture_output=True, text=True, cwd=REPO)
+    (out / "tensor_cores_ncu.csv").write_text(result.stdout)
+    if result.returncode:
+        print(result.stdout[-3000:], result.stderr[-3000:])
+        return result.returncode
+    lines = [line for line in result.stdout.splitlines() if line.startswith('"')]
+    table: dict = {}
+    for row in csv.DictReader(io.StringIO("\n".join(lines))):
+        kernel = f"{row['ID']} {row['Kernel Name'][:40]}"
+        table.setdefault(kernel, {})[row["Metric Name"]] = row["Metric Value"]
+    order = list(table)
+    print("kernels profiled in launch order:", ", ".join(names))
+    for metric in NCU_METRICS:
+        print(f"{metric[:60]:60s}", " ".join(f"{table[k].get(metric, '-')[:10]:>10s}" for k in order))
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path, nargs="?")
@@ -242,6 +324,8 @@ def main(argv=None) -> int:
     parser.add_argument("--compile-worker", default=None)
     parser.add_argument("--names", default=None)
     parser.add_argument("--tf32-child", default=None)
+    parser.add_argument("--ncu", action="store_true", help="Nsight Compute counters at NCU_SHAPE instead")
+    parser.add_argument("--ncu-launch", default=None, help="(internal) launch these variants once each")
     parser.add_argument("--shapes", default=None)
     args = parser.parse_args(argv)
 
@@ -253,6 +337,13 @@ def main(argv=None) -> int:
         import gpu_lessons  # noqa: F401
 
         return cublas_tf32_child(args.tf32_child, json.loads(args.shapes))
+    if args.ncu_launch is not None:
+        import gpu_lessons  # noqa: F401
+
+        return ncu_launch(json.loads(args.ncu_launch))
+    if args.ncu:
+        return run_ncu(args.out, [n for n in NCU_VARIANTS if not args.only or n in args.only.split(",")],
+                       args.workers)
 
     started = time.time()
     out = args.out

@@ -39,7 +39,7 @@ import re
 from dataclasses import dataclass, replace
 
 import numpy as np
-from numba import cuda, float32
+from numba import cuda, float32, uint64
 
 from .. import ptx, vector
 from ..checks import InputError
@@ -268,7 +268,7 @@ def python_kernel(t: TcTile, name: str = "tc_gemm_generated"):
     """The generated function, not yet compiled (the simulator runs it as it is)."""
     source = kernel_source(t, name)
     constants = {f"u{value}": np.uint64(value) for value in map(int, re.findall(r"\bu(\d+)\b", source))}
-    namespace = {**constants, "cuda": cuda, "float32": float32, "load4": vector.load4,
+    namespace = {**constants, "cuda": cuda, "float32": float32, "U": uint64, "load4": vector.load4,
                  "store2": vector.store2, "load4_shared": vector.load4_shared,
                  "store4_shared": vector.store4_shared, "cp_async4": ptx.cp_async4,
                  "cp_async16": ptx.cp_async16, "cp_async_commit_group": ptx.cp_async_commit_group,
