@@ -8,7 +8,8 @@ b. The TF32 GEMM progression, ``matmul(a, b, step)`` (``STEPS``, one change each
    ``mma_shared``   a block's tiles of A and B staged in shared memory (plain loads, two barriers);
    ``mma_async``    the same tiles copied by ``cp.async``, ``stages - 1`` tiles in flight;
    ``warp_tile``    a 64x32 tile of C per warp: 16 MMAs per k-step from 6 fragment loads, 128x128
-                    block tiles, 3 stages; and ``warp_tile_64x64`` beside it.
+                    block tiles, 3 stages;
+   ``warp_tile_64x64``  4 warps of 64x64 in the same block tile: 32 MMAs per k-step from 8 loads.
 d. ``mma_peak``: the ceiling, independent MMA chains on registers only (``measure_peak`` on a GPU).
 
 Lesson 6's FP32 SIMT kernel with a cp.async pipeline is ``gemm_codegen.Tile(stages=...)``.
@@ -143,7 +144,9 @@ def _generated(name: str, title: str, change: str, tile: TcTile) -> Step:
 SHARED_TILE = TcTile(bm=32, bn=32, bk=32, wm=16, wn=8, stages=1)  # 8 warps, one MMA each per k-step
 ASYNC_TILE = TcTile(bm=32, bn=32, bk=32, wm=16, wn=8, stages=3)
 WARP_TILE = TcTile(bm=128, bn=128, bk=32, wm=64, wn=32, stages=3)  # 8 warps, 16 MMAs each per k-step
-WARP_TILE_64X64 = TcTile(bm=128, bn=256, bk=32, wm=64, wn=64, stages=3)  # 8 warps, 32 MMAs each
+# 4 warps of 64x64, 32 MMAs each per k-step from 8 fragment loads, 254 registers: the fastest
+# measured (data/nvidia-h200/tensor_cores_probe: "warp_tile 64x64 (4 warps)", 2.2x cuBLAS SGEMM)
+WARP_TILE_64X64 = TcTile(bm=128, bn=128, bk=32, wm=64, wn=64, stages=3)
 
 STEPS: list[Step] = [
     Step("mma_global", "one MMA per warp, from global memory",
@@ -154,7 +157,7 @@ STEPS: list[Step] = [
                ASYNC_TILE),
     _generated("warp_tile", "warp tiles 64x32", "128x128 blocks; 16 MMAs per warp per k-step reuse "
                "fragments from registers", WARP_TILE),
-    _generated("warp_tile_64x64", "warp tiles 64x64", "128x256 blocks; 32 MMAs per warp per k-step",
+    _generated("warp_tile_64x64", "warp tiles 64x64", "4 warps of 64x64: 32 MMAs per warp per k-step",
                WARP_TILE_64X64),
 ]
 BY_NAME = {s.name: s for s in STEPS}
