@@ -1,7 +1,7 @@
 """Record the PTX-primitive cases' outputs on this GPU, for the simulator's bit-for-bit test.
 
     GPU_LESSONS_GIT_REVISION=$(git rev-parse --short HEAD) \
-        python benchmarks/record_ptx_primitives.py --out data/nvidia-h200
+        python benchmarks/record_ptx_primitives.py --out data/nvidia-h200/checks
 
 writes DIR/ptx_primitives.npz (one array per case of gpu_lessons.sim.ptx_cases: mma.sync TF32,
 cvt.rna.tf32, cp.async) and DIR/ptx_primitives.json (GPU, driver, numba-cuda, date, git revision,

@@ -1,5 +1,5 @@
 """The simulator's cp.async and TF32 mma.sync (gpu_lessons.sim.ptx), against the PTX ISA's rules
-written out here and against outputs recorded on an H200 (data/nvidia-h200/ptx_primitives.npz)."""
+written out here and against outputs recorded on an H200 (data/nvidia-h200/checks/ptx_primitives.npz)."""
 
 import json
 from pathlib import Path
@@ -29,7 +29,7 @@ from gpu_lessons.sim.trace import trace  # noqa: E402
 from gpu_lessons.sim.warp import WarpMaskError  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-RECORDING = ROOT / "data" / "nvidia-h200" / "ptx_primitives.npz"
+RECORDING = ROOT / "data" / "nvidia-h200" / "checks" / "ptx_primitives.npz"
 rng = np.random.default_rng()
 
 
@@ -176,7 +176,7 @@ def test_mma_model_stays_within_its_tolerance_of_exact_arithmetic():
 def recording():
     if not RECORDING.exists():
         pytest.skip(f"no GPU recording at {RECORDING.relative_to(ROOT)}: run "
-                    "`python benchmarks/record_ptx_primitives.py --out data/nvidia-h200` on an H200")
+                    "`python benchmarks/record_ptx_primitives.py --out data/nvidia-h200/checks` on an H200")
     facts = json.loads(RECORDING.with_suffix(".json").read_text())
     stale = [name for name, fp in cases.fingerprints().items() if facts["fingerprints"].get(name) != fp]
     assert not stale, f"cases changed since the GPU recording, re-record: {stale}"

@@ -32,7 +32,7 @@ D = A (16x8) B (8x8) + C (16x8). Fragment layout (PTX ISA, "Matrix Fragments for
     c0 = C[g, 2t]   c1 = C[g, 2t+1]   c2 = C[g+8, 2t]   c3 = C[g+8, 2t+1]   (D likewise)
 
 The arithmetic is ``HOPPER_TF32`` (``MmaModel``), fitted to outputs recorded on an H200
-(``data/nvidia-h200/ptx_primitives.npz``, cases in ``ptx_cases``):
+(``data/nvidia-h200/checks/ptx_primitives.npz``, cases in ``ptx_cases``):
 
 * The fragment layout above: exact (integer cases, any summation order, all 4,096 outputs equal).
 * Operands that were not rounded first (``cvt_rna_tf32``) are cut: the tensor cores ignore their 13
