@@ -52,8 +52,8 @@ RECORDERS = (
 RETIRED_PROBES = (
     Maker("benchmarks/tensor_cores_gpu.py (lesson 7's first GPU run; superseded by gpu-lessons record "
           "tensor_cores)",
-          ("tensor_cores_probe/tensor_cores.csv", "tensor_cores_probe/tensor_cores.meta.json",
-           "tensor_cores_probe/tensor_cores_ncu.csv", "tensor_cores_probe/tensor_cores_ncu.meta.json"),
+          ("probes/tensor_cores.csv", "probes/tensor_cores.meta.json",
+           "probes/tensor_cores_ncu.csv", "probes/tensor_cores_ncu.meta.json"),
           "TF32 mma.sync and cp.async GEMMs against cuBLAS FP32 and TF32, with ncu counters",
           answered="Numba's mma.sync TF32 GEMM reaches 2.2x cuBLAS SGEMM at 4096^3 (113.6 TFLOP/s); a "
                    "cp.async pipeline does not speed up lesson 6's SIMT kernel"),

@@ -145,7 +145,7 @@ SHARED_TILE = TcTile(bm=32, bn=32, bk=32, wm=16, wn=8, stages=1)  # 8 warps, one
 ASYNC_TILE = TcTile(bm=32, bn=32, bk=32, wm=16, wn=8, stages=3)
 WARP_TILE = TcTile(bm=128, bn=128, bk=32, wm=64, wn=32, stages=3)  # 8 warps, 16 MMAs each per k-step
 # 4 warps of 64x64, 32 MMAs each per k-step from 8 fragment loads, 254 registers: the fastest
-# measured (data/nvidia-h200/tensor_cores_probe: "warp_tile 64x64 (4 warps)", 2.2x cuBLAS SGEMM)
+# measured (data/nvidia-h200/probes/tensor_cores.csv: "warp_tile 64x64 (4 warps)", 2.2x cuBLAS SGEMM)
 WARP_TILE_64X64 = TcTile(bm=128, bn=128, bk=32, wm=64, wn=64, stages=3)
 
 STEPS: list[Step] = [
