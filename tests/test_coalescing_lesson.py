@@ -185,7 +185,7 @@ def test_the_ncu_cases_make_the_recorded_case_names_and_metrics(recording):
     used = set(lesson.COUNTER_COLUMNS) | {"lts__t_sector_hit_rate.pct"}
     assert used <= set(lesson.NCU_METRICS)
     every = set(next(iter(recording.evidence.ncu.values()))["metrics"])
-    assert set(lesson.NCU_METRICS) <= every  # each metric was valid on the H200 (gmma stalls: Hopper only)
+    assert set(lesson.NCU_METRICS) <= every  # each metric was valid under ncu on the H200
 
 
 def test_recorded_sass_shows_the_load_order(recording):
