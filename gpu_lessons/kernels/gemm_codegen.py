@@ -46,7 +46,7 @@ import numpy as np
 from numba import cuda, float32, uint64
 
 from .. import vector
-from ..checks import InputError
+from ..checks import InputError, _pointer
 from .arrays import is_device_array, returned, to_device
 from .gemm import check_gemm_operands
 
@@ -347,8 +347,6 @@ def build(t: Tile):
 
 def vector_ok(a, b, c, k: int, n: int) -> bool:
     """16-byte loads need rows that start on 16-byte boundaries: K and N multiples of 4, aligned bases."""
-    from ..checks import _pointer
-
     return k % 4 == 0 and n % 4 == 0 and all(_pointer(x) % 16 == 0 for x in (a, b, c))
 
 
