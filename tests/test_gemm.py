@@ -379,6 +379,9 @@ def test_waves_resources_and_errors_from_the_recording(recording):
     assert waves.loc[("big_tile", "4096^3"), "blocks/SM"] == 1  # 235 x 256 registers: one block
     awkward = waves.loc[("big_tile", lesson.AWKWARD)]  # 17 x 32 blocks: 4.12 waves -> 5
     assert awkward["loads"] == "4-byte" and awkward["filled"] == pytest.approx(544 / 660)
+    assert set(waves.index.get_level_values("kernel")) >= {"register_cap", lesson.SEARCH_VARIANT}
+    assert ("tile 64x64x8 4x4", "8192^3") not in waves.index  # not timed there
+    assert lesson.waves(recording.with_evidence(kernels={})).empty  # nothing recorded, nothing shown
     resources = lesson.resources_table(recording)
     assert resources.loc["register_cap", "blocks/SM"] == 2 and resources.loc["big_tile", "warps/SM"] == 8
     assert set(resources["source"]) <= {"run", *recording.evidence.sources}
@@ -546,6 +549,6 @@ def test_cublas_is_matched_by_a_substring_of_its_kernel_name():
 def test_a_result_without_evidence_fails_loudly():
     empty = LessonResult(lesson="gemm", table=synthetic_table(), meta={"sms": 132, "peak_fp32_gflops": 1.0})
     with pytest.raises(RecordingError, match="kernels.register_cap is missing"):
-        lesson.waves(empty)
+        lesson.waves(empty, names=["register_cap"])
     with pytest.raises(RecordingError, match="facts.errors is missing"):
         lesson.errors_table(empty)

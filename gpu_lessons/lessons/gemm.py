@@ -817,17 +817,19 @@ def resources_table(result: LessonResult) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("kernel")
 
 
-def waves(result: LessonResult, names=("register_cap", "big_tile"),
-          shapes=("2048^3", "4096^3", "8192^3", AWKWARD)) -> pd.DataFrame:
-    """Blocks, resident blocks per SM (lesson 2's calculator on the recorded registers and shared
-    memory of the twin that runs there) and waves per grid; ``filled``: the share of SM slots the
-    waves keep busy (the last wave's idle slots are lost time when blocks take equal time). The SM
-    count is the recording's."""
+def waves(result: LessonResult, names=None, shapes=("2048^3", "4096^3", "8192^3", AWKWARD)) -> pd.DataFrame:
+    """Per tile of the search (steps 11 and 12 and the candidates; ``names=None``: those the evidence
+    has resources of) and shape it was timed at: blocks, resident blocks per SM (lesson 2's
+    calculator on the recorded registers and shared memory of the twin that runs there) and waves
+    per grid; ``filled``: the share of SM slots the waves keep busy (the last wave's idle slots are
+    lost time when blocks take equal time). The SM count is the recording's."""
     sms = int(result.meta["sms"])
+    if names is None:
+        names = [name for name in (*SEARCH_STEPS, *TUNE) if name in result.evidence.kernels]
     rows = []
     for name in names:
         tile = tile_of(name)
-        for shape in shapes:
+        for shape in (s for s in shapes if s in shapes_for(name)):
             m, n, k = SHAPES[shape]
             vector = k % 4 == 0 and n % 4 == 0
             kernel = result.evidence.kernel(name if vector or not tile.vector else f"{name} (4-byte loads)")
@@ -836,7 +838,8 @@ def waves(result: LessonResult, names=("register_cap", "big_tile"),
             w = blocks / (per_sm * sms)
             rows.append({"kernel": name, "shape": shape, "loads": "16-byte" if vector else "4-byte",
                          "blocks": blocks, "blocks/SM": per_sm, "waves": w, "filled": w / math.ceil(w)})
-    return pd.DataFrame(rows).set_index(["kernel", "shape"])
+    columns = ["kernel", "shape", "loads", "blocks", "blocks/SM", "waves", "filled"]
+    return pd.DataFrame(rows, columns=columns).set_index(["kernel", "shape"])
 
 
 def per_k_step(tiles: dict) -> pd.DataFrame:
