@@ -14,6 +14,12 @@ source of one kernel, printed in the notebook; ``build(tile)`` compiles it. Ever
                     (32 / lanes_m) grid of threads whose 4-wide pieces are interleaved, so a warp's
                     16-byte shared reads hit consecutive addresses (no bank conflicts). lanes_m = 2
                     with 16 threads across is the plain conflict-free layout; 4 x 8 is warp tiling.
+* ``interleave``    1: lane ``l`` of a warp is thread (l // lanes_n, l % lanes_n) of its grid. 2: lanes
+                    are numbered in pairs along M (CUTLASS's ``RowMajorInterleaved<2>``): lanes
+                    2j and 2j+1 share a column of B, lanes 4j+i and 4j+i+2 a row of A. A 16-byte
+                    shared load whose lanes come in such equal pairs takes 2 wavefronts, not 4
+                    (``lessons.gemm.lds128_wavefronts``): with both operands paired, an 8 x 16 micro-tile
+                    needs 12 wavefronts per warp per k-step instead of 20.
 * ``pad``           extra floats per row of the transposed A tile (the transposing stores stop
                     colliding in one bank).
 * ``double_buffer`` two shared buffers: the next tile's global loads are issued before the current
@@ -45,7 +51,7 @@ import numpy as np
 from numba import cuda, float32, uint64
 
 from .. import ptx, vector
-from ..checks import InputError
+from ..checks import InputError, _pointer
 from . import generated
 from .arrays import is_device_array, returned, to_device
 from .gemm import check_gemm_operands
@@ -61,6 +67,7 @@ class Tile:
     vector: bool = True
     unroll: bool = True
     lanes_m: int = 2
+    interleave: int = 1
     pad: int = 4
     double_buffer: bool = True
     max_registers: int | None = 128
@@ -101,6 +108,8 @@ class Tile:
             lanes_n = 32 // self.lanes_m
             if 32 % self.lanes_m or (self.bn // self.tn) % lanes_n or (self.bm // self.tm) % self.lanes_m:
                 raise InputError(f"a {self.lanes_m} x {lanes_n} warp does not tile {self}")
+        if self.interleave not in (1, 2) or (self.interleave == 2 and (not self.lanes_m or self.lanes_m % 2)):
+            raise InputError(f"interleave must be 1, or 2 with an even lanes_m (lane pairs along M): {self}")
         width = 4 if self.vector else 1
         for floats in (self.bm * self.bk, self.bk * self.bn):
             pieces = floats // width
@@ -110,6 +119,39 @@ class Tile:
 
 def _u(value: int) -> str:
     return f"U({value})"
+
+
+def _offset(value: int) -> str:
+    """A constant term of a sum, left out when it is zero."""
+    return f"{_u(value)} + " if value else ""
+
+
+def _warp_lanes(t: Tile, emit, groups_m: int, groups_n: int) -> None:
+    """The rows r{g} and columns c{h} of a thread whose warp is a lanes_m x lanes_n grid of lanes
+    (interleaved in pairs along M when ``t.interleave`` is 2); a dimension of one warp is left out."""
+    lanes_n = 32 // t.lanes_m
+    warps_n = (t.bn // t.tn) // lanes_n
+    warps_m = t.threads // 32 // warps_n
+    emit(f"warp, lane = tid // {_u(32)}, tid % {_u(32)}")
+    if warps_m > 1 and warps_n > 1:
+        emit(f"wm, wn = warp // {_u(warps_n)}, warp % {_u(warps_n)}")
+    elif warps_m > 1:
+        emit("wm = warp  # the warps are stacked along M: one warp spans the tile's width")
+    elif warps_n > 1:
+        emit("wn = warp  # the warps sit side by side along N: one warp spans the tile's height")
+    if t.interleave == 1:
+        emit(f"lm, ln = lane // {_u(lanes_n)}, lane % {_u(lanes_n)}")
+    else:
+        pair = t.interleave
+        emit("# lanes in pairs along M: lanes 2j, 2j+1 share a column of B; 4j+i, 4j+i+2 a row of A")
+        emit(f"lm = lane // {_u(pair * lanes_n)} * {_u(pair)} + lane % {_u(pair)}")
+        emit(f"ln = lane // {_u(pair)} % {_u(lanes_n)}")
+    warp_m = f"wm * {_u(t.lanes_m * t.tm)} + " if warps_m > 1 else ""
+    warp_n = f"wn * {_u(lanes_n * t.tn)} + " if warps_n > 1 else ""
+    for g in range(groups_m):
+        emit(f"r{g} = {warp_m}{_offset(g * t.lanes_m * 4)}lm * {_u(4)}")
+    for h in range(groups_n):
+        emit(f"c{h} = {warp_n}{_offset(h * lanes_n * 4)}ln * {_u(4)}")
 
 
 def kernel_source(t: Tile, name: str = "gemm_generated") -> str:
@@ -143,23 +185,17 @@ def kernel_source(t: Tile, name: str = "gemm_generated") -> str:
     else:
         emit(f"m0 = U(cuda.blockIdx.y) * {_u(t.bm)}")
         emit(f"n0 = U(cuda.blockIdx.x) * {_u(t.bn)}")
-    emit("# this thread's outputs: rows r{g} .. r{g}+3 and columns c{h} .. c{h}+3 of the block tile")
+    rows = ", ".join(f"r{g}..r{g}+3" for g in range(groups_m))
+    columns = ", ".join(f"c{h}..c{h}+3" for h in range(groups_n))
+    emit(f"# this thread's outputs: rows {rows} and columns {columns} of the block tile")
     if t.lanes_m:
-        lanes_n = 32 // t.lanes_m
-        warps_n = (t.bn // t.tn) // lanes_n
-        emit(f"warp, lane = tid // {_u(32)}, tid % {_u(32)}")
-        emit(f"wm, wn = warp // {_u(warps_n)}, warp % {_u(warps_n)}")
-        emit(f"lm, ln = lane // {_u(lanes_n)}, lane % {_u(lanes_n)}")
-        for g in range(groups_m):
-            emit(f"r{g} = wm * {_u(t.lanes_m * t.tm)} + {_u(g * t.lanes_m * 4)} + lm * {_u(4)}")
-        for h in range(groups_n):
-            emit(f"c{h} = wn * {_u(lanes_n * t.tn)} + {_u(h * lanes_n * 4)} + ln * {_u(4)}")
+        _warp_lanes(t, emit, groups_m, groups_n)
     else:
         emit(f"ty, tx = tid // {_u(t.bn // t.tn)}, tid % {_u(t.bn // t.tn)}")
         for g in range(groups_m):
-            emit(f"r{g} = ty * {_u(t.tm)} + {_u(4 * g)}")
+            emit(f"r{g} = ty * {_u(t.tm)}" + (f" + {_u(4 * g)}" if g else ""))
         for h in range(groups_n):
-            emit(f"c{h} = tx * {_u(t.tn)} + {_u(4 * h)}")
+            emit(f"c{h} = tx * {_u(t.tn)}" + (f" + {_u(4 * h)}" if h else ""))
     for i in range(t.tm):
         emit(" = ".join(f"acc{i}_{j}" for j in range(t.tn)) + " = float32(0)")
 
@@ -374,8 +410,6 @@ def build(t: Tile):
 
 def vector_ok(a, b, c, k: int, n: int) -> bool:
     """16-byte loads need rows that start on 16-byte boundaries: K and N multiples of 4, aligned bases."""
-    from ..checks import _pointer
-
     return k % 4 == 0 and n % 4 == 0 and all(_pointer(x) % 16 == 0 for x in (a, b, c))
 
 
