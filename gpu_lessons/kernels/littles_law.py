@@ -20,12 +20,14 @@ take device arrays and only launch (the timing harness calls those).
 
 from __future__ import annotations
 
+import inspect
 import linecache
 from functools import cache
 
 import numpy as np
-from numba import cuda, float32, int64, uint32, uint64
+from numba import cuda, float32, int64, typeof, uint32, uint64
 
+from .. import SIMULATED
 from ..checks import (
     InputError,
     require_aligned,
@@ -124,8 +126,6 @@ def _compile(name: str, source: str, jit_options: dict | None = None):
     namespace = {"cuda": cuda, "float32": float32, "uint64": uint64, "int64": int64, "uint32": uint32,
                  "load4": load4, "store4": store4}
     exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - our own template
-    from .. import SIMULATED
-
     options = {} if SIMULATED else (jit_options or {})  # the simulator has no register allocator
     kernel = cuda.jit(**options)(namespace[name])
     _SOURCES[name] = source
@@ -138,8 +138,6 @@ def kernel_source(kernel) -> str:
     name = getattr(kernel, "__name__", None) or kernel.py_func.__name__
     if name in _SOURCES:
         return _SOURCES[name]
-    import inspect
-
     return inspect.getsource(kernel.py_func)
 
 
@@ -516,12 +514,9 @@ def allow_dynamic_shared(kernel, args, nbytes: int) -> None:
     Past 48 KiB a kernel must opt in (cudaFuncSetAttribute's MAX_DYNAMIC_SHARED_SIZE_BYTES); a
     no-op on the simulator.
     """
-    from .. import SIMULATED
-
     if SIMULATED:
         return
-    from numba import typeof
-    from numba.cuda.cudadrv.driver import binding, driver
+    from numba.cuda.cudadrv.driver import binding, driver  # the driver's API: only on a GPU
 
     overload = kernel.compile(tuple(typeof(a) for a in args))
     cufunc = overload._codelibrary.get_cufunc()
