@@ -27,6 +27,15 @@ def require_array(array, name: str, dtype=None, ndim: int | None = None):
     return array
 
 
+def require_host(array, name: str):
+    """A NumPy array (for wrappers that return host arrays and launch on device arrays only through
+    their ``*_launch`` functions)."""
+    if not isinstance(array, np.ndarray):
+        raise InputError(f"{name} must be a NumPy array, got {type(array).__name__} (this wrapper takes "
+                         "host arrays; on device arrays, call its *_launch function)")
+    return array
+
+
 def require_same_shape(**arrays) -> None:
     shapes = {name: tuple(a.shape) for name, a in arrays.items()}
     if len(set(shapes.values())) > 1:
@@ -46,11 +55,43 @@ def require_aligned(array, name: str, alignment: int) -> None:
         )
 
 
-def require_contiguous(array, name: str) -> None:
+def _c_contiguous(array) -> bool:
     flags = getattr(array, "flags", None)
-    contiguous = flags["C_CONTIGUOUS"] if flags is not None else array.is_c_contiguous()
-    if not contiguous:
-        raise InputError(f"{name} must be C-contiguous (use numpy.ascontiguousarray)")
+    if flags is not None:  # NumPy, CuPy, the simulator's device arrays
+        return bool(flags["C_CONTIGUOUS"])
+    if hasattr(array, "is_c_contiguous"):  # numba device arrays
+        return bool(array.is_c_contiguous())
+    interface = array.__cuda_array_interface__  # anything else on the device (PyTorch...)
+    strides, shape = interface.get("strides"), tuple(interface["shape"])
+    if strides is None or 0 in shape:
+        return True
+    expected, itemsize = [], np.dtype(interface["typestr"]).itemsize
+    for extent in reversed(shape):
+        expected.insert(0, itemsize)
+        itemsize *= extent
+    return all(s == e for s, e, n in zip(strides, expected, shape, strict=True) if n > 1)
+
+
+def require_contiguous(array, name: str) -> None:
+    """The kernels index flat, C-ordered buffers (and a strided host view cannot be copied to the
+    device in one piece): views such as ``a[:, ::2]`` or ``a.T`` are refused, by name."""
+    if not _c_contiguous(array):
+        raise InputError(f"{name} must be C-contiguous, got a strided view of shape {tuple(array.shape)} "
+                         "(use numpy.ascontiguousarray)")
+
+
+def require_choice(value, kind: str, choices) -> str:
+    """One of a fixed set of names (a kernel variant, a step, a layout...)."""
+    if not isinstance(value, str) or value not in choices:
+        raise InputError(f"unknown {kind} {value!r}; choose from: {', '.join(choices)}")
+    return value
+
+
+def require_number(value, name: str) -> float:
+    """A real number (int or float, NumPy's too; not a bool)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise InputError(f"{name} must be a number, got {type(value).__name__}")
+    return value
 
 
 def require_int(value, name: str, minimum: int | None = None, maximum: int | None = None) -> int:

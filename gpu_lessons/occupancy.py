@@ -19,6 +19,12 @@ every kernel of the package (``benchmarks/record_occupancy_driver.py``, recorded
 * shared memory: static + dynamic + the per-block reservation (1 KiB on sm_80+), rounded up to the
   allocation unit (128 bytes), out of the SM's shared memory (228 KiB on an H100/H200, with no
   carve-out preference set).
+* the per-block shared-memory limit: a plain kernel may have 48 KiB (static + dynamic). Past that it
+  must opt in: raise its ``cudaFuncAttributeMaxDynamicSharedMemorySize`` (numba:
+  ``kernels.littles_law.allow_dynamic_shared``), up to the GPU's opt-in limit (227 KiB on an
+  H100/H200). ``occupancy(..., opt_in=True)`` answers for a kernel that has; without it, a block over
+  48 KiB cannot launch at all, and the answer says so (0 blocks, limited by ``nothing fits``), as the
+  driver does.
 
 The SM's limits come from the device in GPU mode (``sm_limits()``); on the simulator, from the
 recording where a GPU kept them (``data/<gpu>/littles_law.meta.json``, key ``facts.sm_limits``), so the
@@ -28,10 +34,15 @@ are not device attributes: they are the per-architecture constants of ``cuda_occ
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import asdict, dataclass, field, fields
 from functools import lru_cache
 
+import pandas as pd
+from numba import cuda, typeof
+
+from . import SIMULATED, results
 from .checks import InputError, require_int
 
 LIMITERS = ("warps", "threads", "blocks", "registers", "shared memory")
@@ -111,12 +122,15 @@ def _round_up(value: int, unit: int) -> int:
 
 
 def occupancy(threads_per_block: int, registers_per_thread: int, shared_bytes_per_block: int = 0,
-              limits: SMLimits | None = None) -> Occupancy:
+              limits: SMLimits | None = None, *, opt_in: bool = False) -> Occupancy:
     """Blocks and warps of one kernel resident per SM (the driver's rules, see the module doc).
 
-    ``shared_bytes_per_block`` is static + dynamic shared memory (the kernel is assumed to have
-    raised its dynamic limit, as ``kernels.littles_law.allow_dynamic_shared`` does, so the per-block
-    limit is the opt-in one). Raises ``InputError`` for shapes no launch could have.
+    ``shared_bytes_per_block`` is static + dynamic shared memory. ``opt_in``: the kernel has raised its
+    dynamic shared-memory limit to the GPU's opt-in maximum (``cudaFuncAttributeMaxDynamicSharedMemorySize``
+    = ``shared_per_block_optin`` - static, as ``kernels.littles_law.allow_dynamic_shared`` does); without
+    it a block may have ``shared_per_block`` (48 KiB), and one that asks for more cannot launch: 0 blocks,
+    limited by ``nothing fits``, with the reason in ``detail``. Raises ``InputError`` for shapes no launch
+    on this GPU could have (more shared memory than even an opted-in kernel may have, too many threads).
     """
     lim = limits or sm_limits()
     threads = require_int(threads_per_block, "threads_per_block", 1)
@@ -131,6 +145,9 @@ def occupancy(threads_per_block: int, registers_per_thread: int, shared_bytes_pe
     if shared > lim.shared_per_block_optin:
         raise InputError(f"shared_bytes_per_block = {shared:,} is over this GPU's per-block limit of "
                          f"{lim.shared_per_block_optin:,} bytes (static + dynamic): no block can launch")
+    if opt_in not in (True, False):
+        raise InputError(f"opt_in must be True or False, got {opt_in!r}")
+    shared_limit = lim.shared_per_block_optin if opt_in else lim.shared_per_block
 
     warps = -(-threads // lim.warp_size)
     by = {
@@ -160,11 +177,18 @@ def occupancy(threads_per_block: int, registers_per_thread: int, shared_bytes_pe
     allocated = _round_up(shared + lim.reserved_shared_per_block, lim.shared_allocation_unit) if shared or \
         lim.reserved_shared_per_block else 0
     by["shared memory"] = lim.shared_per_sm // allocated if allocated else math.inf
+    shared_detail = ""
+    if shared > shared_limit:  # only a kernel that did not opt in gets here
+        by["shared memory"] = 0
+        shared_detail = (f"a block asks for {shared:,} bytes of shared memory (static + dynamic), over the "
+                         f"{shared_limit:,} a kernel may have without opting in: it cannot launch (a kernel "
+                         f"that raised cudaFuncAttributeMaxDynamicSharedMemorySize may have "
+                         f"{lim.shared_per_block_optin:,}: opt_in=True)")
 
     blocks = int(min(by.values()))
     if blocks == 0:
         limiter = NOTHING_FITS
-        detail = register_detail if by["registers"] == 0 else "no resource admits one block"
+        detail = shared_detail or register_detail or "no resource admits one block"
     else:
         limiter = next(name for name in LIMITERS if by[name] == blocks)
         detail = {
@@ -188,7 +212,9 @@ def shared_to_limit(threads_per_block: int, blocks_per_sm: int, limits: SMLimits
     """Dynamic shared bytes per block that cap residency at ``blocks_per_sm`` (for a kernel with no
     static shared memory): the largest allocation of which only that many fit on an SM.
 
-    Used to limit occupancy on purpose. The block must be whole warps.
+    Used to limit occupancy on purpose. The block must be whole warps. Past ``shared_per_block``
+    (48 KiB: fewer than 5 blocks per SM) the kernel must opt in (``kernels.littles_law.allow_dynamic_shared``;
+    ``occupancy(..., opt_in=True)``).
     """
     lim = limits or sm_limits()
     threads = require_int(threads_per_block, "threads_per_block", lim.warp_size, lim.max_threads_per_block)
@@ -209,8 +235,6 @@ def shared_to_limit(threads_per_block: int, blocks_per_sm: int, limits: SMLimits
 
 
 def _read_device_limits() -> SMLimits:
-    from numba import cuda
-
     dev = cuda.get_current_device()
 
     def attribute(*names):  # the binding's enum spelling differs from numba's old one for a few
@@ -249,8 +273,6 @@ FACT = "sm_limits"
 
 def recorded_limits(gpu: str | None = None) -> SMLimits:
     """The SM limits kept with a GPU's recording of lesson 2."""
-    from . import results
-
     result = results.read_result(RECORDING, gpu=gpu)
     return SMLimits.from_dict(result.evidence.fact(FACT),
                               source=f"recorded on {result.meta['gpu']} ({result.evidence.origin})")
@@ -259,8 +281,6 @@ def recorded_limits(gpu: str | None = None) -> SMLimits:
 @lru_cache(maxsize=1)
 def sm_limits() -> SMLimits:
     """This GPU's SM limits in GPU mode; the recorded reference GPU's on the simulator."""
-    from . import SIMULATED
-
     return recorded_limits() if SIMULATED else _read_device_limits()
 
 
@@ -297,14 +317,10 @@ def kernel_resources(kernel, *args, signature=None) -> KernelResources:
     neither, the kernel's only compiled signature. On the simulator there is no compiler: read the
     recorded figures (``lessons.littles_law.recorded_resources``) instead.
     """
-    from . import SIMULATED
-
     if SIMULATED:
         raise InputError("kernel resources come from the GPU compiler: on the simulator, use the "
                          "recorded ones (lessons.littles_law.recorded_resources())")
     if args:
-        from numba import typeof
-
         signature = tuple(typeof(a) for a in args)
         kernel.compile(signature)
     key = _signature_key(kernel, signature)
@@ -318,19 +334,17 @@ def kernel_resources(kernel, *args, signature=None) -> KernelResources:
 
 
 def kernel_occupancy(kernel, threads_per_block: int, dynamic_shared_bytes: int = 0, *, args=(),
-                     signature=None, limits: SMLimits | None = None) -> Occupancy:
+                     signature=None, limits: SMLimits | None = None, opt_in: bool = False) -> Occupancy:
     """occupancy() for a compiled kernel (for ``args``' types, or ``signature``), from its own resource
-    report (GPU mode)."""
+    report (GPU mode); ``opt_in`` as in occupancy()."""
     res = kernel_resources(kernel, *args, signature=signature)
     return occupancy(threads_per_block, res.registers_per_thread,
-                     res.shared_bytes_per_block + dynamic_shared_bytes, limits)
+                     res.shared_bytes_per_block + dynamic_shared_bytes, limits, opt_in=opt_in)
 
 
 def driver_blocks_per_sm(kernel, threads_per_block: int, dynamic_shared_bytes: int = 0,
                          signature=None) -> int:
     """The driver's answer (cuOccupancyMaxActiveBlocksPerMultiprocessor), GPU mode only."""
-    from numba import cuda
-
     key = _signature_key(kernel, signature)
     cufunc = kernel.overloads[key]._codelibrary.get_cufunc()
     result = cuda.current_context().get_active_blocks_per_multiprocessor(
@@ -344,21 +358,27 @@ def driver_blocks_per_sm(kernel, threads_per_block: int, dynamic_shared_bytes: i
 DRIVER_TABLE = "occupancy_driver"  # data/<gpu>/checks/occupancy_driver.csv and .json
 
 
+DRIVER_WAYS = ("", "_opt_in")  # column suffixes: the kernel at the plain limit, then opted in
+
+
 def recorded_driver_table(gpu: str | None = None, root=None):
     """The recorded comparison: one row per (kernel, block, dynamic shared) with the driver's blocks
-    per SM and the calculator's at the time; ``.attrs['sm_limits']`` holds the GPU's limits."""
-    import json
-
-    import pandas as pd
-
-    from . import results
-
+    per SM and the calculator's at the time, twice: ``driver``, ``calculator``, ``limiter``, ``agree``
+    for the kernel as compiled (the plain 48 KiB limit), the same with ``_opt_in`` for the kernel with
+    its dynamic limit raised (``occupancy(..., opt_in=True)``). ``.attrs['sm_limits']``: the GPU's limits."""
     folder = results.data_root(root) / (gpu or results.DEFAULT_GPU) / "checks"
     csv_path, json_path = folder / f"{DRIVER_TABLE}.csv", folder / f"{DRIVER_TABLE}.json"
     if not csv_path.exists():
         raise results.MissingRecordingError(f"{results.shown_path(csv_path)}: no driver comparison recorded")
-    table = pd.read_csv(csv_path, dtype={"driver": str, "calculator": str})
-    table["agree"] = table["agree"].astype(str).str.lower() == "true"
+    answers = [f"{name}{way}" for way in DRIVER_WAYS for name in ("driver", "calculator")]
+    table = pd.read_csv(csv_path, dtype=dict.fromkeys(answers, str))
+    missing = [c for c in answers + [f"agree{way}" for way in DRIVER_WAYS] if c not in table.columns]
+    if missing:
+        raise results.RecordingError(f"{results.shown_path(csv_path)}: no {', '.join(missing)} column(s) "
+                                      "(recorded before the comparison asked both ways: re-record it with "
+                                      "benchmarks/occupancy_driver.py)")
+    for way in DRIVER_WAYS:
+        table[f"agree{way}"] = table[f"agree{way}"].astype(str).str.lower() == "true"
     summary = json.loads(json_path.read_text())
     table.attrs["sm_limits"] = SMLimits.from_dict(summary["sm_limits"], source=results.shown_path(json_path))
     table.attrs["summary"] = {k: v for k, v in summary.items() if k != "sm_limits"}

@@ -4,17 +4,57 @@ from test_exercises import exercise_tests
 
 from gpu_lessons.exercises import roofline as ex
 
+cuda = ex.cuda  # numba.cuda as gpu_lessons imported it
+
 NOTEBOOK = "01_roofline.ipynb"
 SOLUTIONS = [
     (ex.check_saxpy_intensity, ex.solution_saxpy_intensity),
     (ex.check_attainable, ex.solution_attainable),
     (ex.check_fma4_kernel, ex.solution_fma4_kernel),
+    (ex.check_predicted_time, ex.solution_predicted_time),
 ]
+
+
+@cuda.jit
+def three_fmas(x, y, a, b):  # one FMA short
+    i = cuda.grid(1)
+    if i < x.size:
+        v = x[i]
+        for _ in range(3):
+            v = cuda.fma(v, a, b)
+        y[i] = v
+
+
+@cuda.jit
+def swapped_operands(x, y, a, b):  # v * b + a instead of v * a + b
+    i = cuda.grid(1)
+    if i < x.size:
+        v = x[i]
+        for _ in range(4):
+            v = cuda.fma(v, b, a)
+        y[i] = v
+
+
+def summed_times(n, k, bandwidth_gbps, peak_gflops):  # bytes and FLOPs one after the other
+    return 8 * n / bandwidth_gbps / 1e6 + 2 * k * n / peak_gflops / 1e6
+
+
+def one_flop_per_fma(n, k, bandwidth_gbps, peak_gflops):
+    return max(8 * n / bandwidth_gbps / 1e6, k * n / peak_gflops / 1e6)
+
+
+def datasheet_bandwidth(n, k, bandwidth_gbps, peak_gflops):  # 4.8 TB/s instead of the measured ceiling
+    return max(8 * n / 4814.3 / 1e6, 2 * k * n / peak_gflops / 1e6)
 WRONG_ANSWERS = [
     (ex.check_saxpy_intensity, lambda: 2 / 16),  # the triad's intensity, not SAXPY's
     (ex.check_saxpy_intensity, lambda: 2 / 8),  # counts only the reads
     (ex.check_attainable, lambda i, bw, peak: bw * i),  # no flat roof
     (ex.check_attainable, lambda i, bw, peak: 1 / 0),  # an error is feedback, not a crash
+    (ex.check_fma4_kernel, three_fmas),
+    (ex.check_fma4_kernel, swapped_operands),
+    (ex.check_predicted_time, summed_times),
+    (ex.check_predicted_time, one_flop_per_fma),
+    (ex.check_predicted_time, datasheet_bandwidth),
 ]
 
 (test_notebook_has_one_cell_per_exercise, test_skeleton_fails, test_solution_passes,

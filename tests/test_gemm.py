@@ -86,7 +86,7 @@ def test_bad_operands_get_a_clear_error(a, b, message):
 
 
 def test_unknown_step_is_named():
-    with pytest.raises(KeyError, match="unknown GEMM step"):
+    with pytest.raises(InputError, match="unknown GEMM step"):
         steps.matmul(*operands(2, 2, 2), "fastest")
 
 

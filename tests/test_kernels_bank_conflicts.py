@@ -1,7 +1,9 @@
-"""Shared-memory kernels against NumPy: strides, and transposes of shapes that are not multiples of 32."""
+"""Shared-memory kernels against NumPy: strides, and transposes of shapes that are not multiples of 32,
+empty and 1 x 1; every transpose refuses a strided view in the same one line."""
 
 import numpy as np
 import pytest
+from kernel_launches import refuse_empty_launches  # noqa: F401 - an autouse fixture
 
 from gpu_lessons.checks import InputError
 from gpu_lessons.kernels import bank_conflicts as k
@@ -53,7 +55,6 @@ def test_transpose_keeps_device_arrays_on_the_device():
         (lambda: k.shared_stride(np.zeros(10, np.float32), 0), ">= 1"),
         (lambda: k.shared_stride(np.zeros(10, np.int32), 1), "dtype float32"),
         (lambda: k.transpose_naive(np.zeros(10, np.float32)), "2-D"),
-        (lambda: k.transpose_naive(np.zeros((0, 3), np.float32)), "empty"),
         (lambda: k.transpose_naive(np.zeros((3, 3), np.float32), block=(64, 32)), "at most 1024"),
         (lambda: k.transpose_tiled(np.zeros((3, 3), np.float32), block=(16, 8)), r"must be \(32, 8\)"),
         (lambda: k.transpose_padded(np.zeros((3, 3), np.float32), block=(32, 32)), "unrolled"),
@@ -130,12 +131,73 @@ def test_shared_stride64_round_trip(stride):
         (lambda: k.shared_read(1, block=48), "multiple of 32"),
         (lambda: k.shared_stride64(np.zeros(10, np.float32), 1), "dtype float64"),
         (lambda: k.shared_stride64(np.zeros(10), 34, block=128), "float64 slots"),
-        (lambda: k.transpose_tile64(np.zeros((0, 4), np.float32)), "empty"),
         (lambda: k.transpose_tile64_swizzled(np.zeros((4, 4), np.float64)), "dtype float32"),
         (lambda: k.transpose_swizzled(np.zeros((3, 3), np.float32), block=(32, 6)), r"\(32, 8\)"),
-        (lambda: k.transpose_launch("tile16", None, None), "unknown transpose"),
+        (lambda: k.transpose_launch("tile16", None, None), "unknown transpose 'tile16'; choose from: naive"),
+        (lambda: k.shared_read(1, blocks=2**31), "blocks must be <= 2147483647"),
     ],
 )
 def test_lesson4_bad_inputs_are_named(call, message):
-    with pytest.raises(InputError if "unknown" not in message else ValueError, match=message):
+    with pytest.raises(InputError, match=message):
         call()
+
+
+# ------------------------------------------------------------------ the same inputs for every transpose
+
+EMPTY = [(0, 5), (5, 0), (0, 0)]
+STRIDE_KERNELS = [(k.shared_stride, np.float32), (k.shared_stride64, np.float64)]
+
+
+@pytest.mark.parametrize("shape", EMPTY)
+@pytest.mark.parametrize("name, transpose", ALL)
+def test_every_transpose_of_an_empty_matrix_is_empty(name, transpose, shape):
+    a = random(*shape)
+    out = transpose(a)
+    assert isinstance(out, np.ndarray) and out.shape == a.T.shape and out.dtype == np.float32, name
+
+
+@pytest.mark.parametrize("name, transpose", ALL)
+def test_every_transpose_of_an_empty_device_matrix_stays_on_the_device(name, transpose):
+    from numba import cuda
+
+    out = transpose(cuda.to_device(random(0, 7)))
+    assert hasattr(out, "copy_to_host") and out.shape == (7, 0), name
+
+
+@pytest.mark.parametrize("name, view", [("columns", lambda a: a[:, ::2]), ("transposed", lambda a: a.T),
+                                        ("rows", lambda a: a[::2])])
+@pytest.mark.parametrize("transpose_name, transpose", ALL)
+def test_every_transpose_refuses_a_strided_view_in_one_line(transpose_name, transpose, name, view):
+    a = view(random(40, 40))
+    message = r"a must be C-contiguous, got a strided view of shape \(\d+, \d+\)"
+    with pytest.raises(InputError, match=message) as error:
+        transpose(a)
+    assert "\n" not in str(error.value), transpose_name
+
+
+@pytest.mark.parametrize("name, transpose", ALL)
+def test_every_transpose_refuses_a_strided_device_view(name, transpose):
+    from numba import cuda
+
+    with pytest.raises(InputError, match="C-contiguous"):
+        transpose(cuda.to_device(random(20, 20))[:, ::2])
+
+
+@pytest.mark.parametrize("variant", list(k.TRANSPOSES))
+def test_the_launchers_do_nothing_on_an_empty_matrix(variant):
+    from numba import cuda
+
+    k.transpose_launch(variant, cuda.device_array((0, 9), np.float32), cuda.device_array((9, 0), np.float32))
+
+
+@pytest.mark.parametrize("shared_stride, dtype", STRIDE_KERNELS)
+@pytest.mark.parametrize("n", [0, 1, 129])  # 129: two blocks of 128, the second with one thread
+def test_shared_stride_round_trips_at_lengths_0_1_and_past_a_block(shared_stride, dtype, n):
+    x = rng.standard_normal(n).astype(dtype)
+    assert np.array_equal(shared_stride(x, 3, block=128), x)
+
+
+@pytest.mark.parametrize("shared_stride, dtype", STRIDE_KERNELS)
+def test_shared_stride_refuses_a_strided_view(shared_stride, dtype):
+    with pytest.raises(InputError, match="x must be C-contiguous"):
+        shared_stride(np.zeros(20, dtype)[::2], 1)

@@ -1,7 +1,9 @@
-"""Lesson 2's kernels against NumPy, on sizes that are not multiples of the block or the unroll."""
+"""Lesson 2's kernels against NumPy, on sizes that are not multiples of the block or the unroll,
+lengths 0 and 1; bad input refused in one line."""
 
 import numpy as np
 import pytest
+from kernel_launches import refuse_empty_launches  # noqa: F401 - an autouse fixture
 
 from gpu_lessons.checks import InputError
 from gpu_lessons.kernels import littles_law as k
@@ -177,3 +179,55 @@ def test_queue_copy_rejects_bad_input():
         k.copy_queue(0)
     with pytest.raises(InputError, match="max_registers must be >= 16"):
         k.copy_queue(4, 1, 8)
+
+
+# ------------------------------------------------------------------- lengths 0 and 1, bad input
+
+
+@pytest.mark.parametrize("vector", [False, True])
+def test_every_copy_of_an_empty_vector_is_empty(vector):
+    x = random(0)
+    assert k.copy(x, 4, vector).shape == (0,)
+    assert k.copy_persistent_host(x, 2).shape == (0,)
+    assert k.copy_queue_host(x, 2).shape == (0,)
+    assert k.copy(random(0, np.float64), 2).shape == (0,)
+
+
+def test_one_float64_element_and_one_fma_thread():
+    x = random(1, np.float64)
+    assert np.array_equal(k.copy(x, 2, block=32), x)
+    assert np.array_equal(k.fma_chains_host(3, 1, 1, 2), k.fma_chains_reference(np.arange(1), 3, 2))
+
+
+def test_dynamic_shared_memory_past_48_kib_opts_the_kernel_in():
+    from gpu_lessons.occupancy import sm_limits
+
+    x = random(100)
+    assert np.array_equal(k.copy(x, 1, block=64, shared=sm_limits().shared_per_block + 1), x)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: k.copy(random(8), shared=10**6), "shared must be <= "),
+    (lambda: k.copy(random(8), shared=-1), "shared must be >= 0"),
+    (lambda: k.copy(random(20)[::2]), "x must be C-contiguous"),
+    (lambda: k.copy_persistent_host(random(20)[::2]), "x must be C-contiguous"),
+    (lambda: k.copy_persistent_host(random(8), 0), "unroll must be >= 1"),
+    (lambda: k.copy([1.0, 2.0]), "x must be a NumPy array, got list"),
+    (lambda: k.fma_chains_host(1, 2**31, 32, 1), "blocks must be <= 2147483647"),
+    (lambda: k.chase(np.zeros(0, np.uint32), 0, 1), "chain is empty"),
+    (lambda: k.chain_nodes(1024, 4, seed=-1), "seed must be >= 0"),
+    (lambda: k.allow_dynamic_shared(k.copy_ilp(1), (random(4), random(4)), -1), "nbytes must be >= 0"),
+])
+def test_bad_input_gets_one_clear_line(call, message):
+    with pytest.raises(InputError, match=message) as error:
+        call()
+    assert "\n" not in str(error.value)
+
+
+def test_copies_take_numpy_arrays_and_say_so_for_device_arrays():
+    from numba import cuda
+
+    d = cuda.to_device(random(8))
+    for call in (k.copy, k.copy_persistent_host, k.copy_queue_host):
+        with pytest.raises(InputError, match="x must be a NumPy array.*_launch function"):
+            call(d)

@@ -80,10 +80,19 @@ def test_bad_inputs_are_refused_clearly():
         k.reduce_sum(x[::2], "tree_sequential")
     with pytest.raises(InputError, match="misaligned"):
         k.reduce_sum(np.ones(65, np.float32)[1:], "vec4")
-    with pytest.raises(InputError, match="unknown reduce variant"):
+    with pytest.raises(InputError, match="unknown reduce variant 'fastest'; choose from: atomic_per_element"):
         k.reduce_sum(x, "fastest")
     with pytest.raises(InputError, match="blocks"):
         k.reduce_sum(x, "vec4", blocks=0)
+
+
+def test_a_strided_device_view_is_refused_by_every_variant():
+    from numba import cuda
+
+    view = cuda.to_device(np.ones(64, np.float32))[::2]
+    for name in NAMES:
+        with pytest.raises(InputError, match="x must be C-contiguous"):
+            k.reduce_sum(view, name)
 
 
 def test_error_bound_grows_with_depth():

@@ -1,7 +1,9 @@
-"""Lesson 1's kernels against NumPy, on random inputs whose sizes are not multiples of the block."""
+"""Lesson 1's kernels against NumPy, on random inputs whose sizes are not multiples of the block, and
+lengths 0 and 1; bad input refused in one line."""
 
 import numpy as np
 import pytest
+from kernel_launches import refuse_empty_launches  # noqa: F401 - an autouse fixture
 
 from gpu_lessons.checks import InputError
 from gpu_lessons.kernels import gemm
@@ -16,7 +18,7 @@ def random(n):
 
 
 @pytest.mark.parametrize("variant", k.COPY_VARIANTS)
-@pytest.mark.parametrize("n", [1, 3, 5, 257, 1027])
+@pytest.mark.parametrize("n", [0, 1, 3, 5, 257, 1027])
 def test_copies_are_exact(variant, n):
     x = random(n)
     assert np.array_equal(k.copy(x, variant), x)
@@ -32,13 +34,22 @@ def test_vector_copy_rejects_a_misaligned_view():
 def test_copy_rejects_wrong_dtype_and_unknown_variant():
     with pytest.raises(InputError, match="dtype float32, got float64"):
         k.copy(np.zeros(8), "copy_vec4")
-    with pytest.raises(ValueError, match="unknown copy variant 'copy_fast'.*copy_vec4"):
+    with pytest.raises(InputError, match="unknown copy variant 'copy_fast'; choose from: .*copy_vec4"):
         k.copy(random(8), "copy_fast")
+    with pytest.raises(InputError, match="unknown copy variant 'nope'"):
+        k.copy(random(9)[1:], "nope")  # the name first, before the alignment a vec4 name would need
+    with pytest.raises(InputError, match="unknown copy variant 'nope'"):
+        k.copy_launch("nope", None, None)
 
 
-def test_triad_matches_numpy_and_checks_shapes():
-    a, b, c = random(1000), random(1000), random(1000)
+@pytest.mark.parametrize("n", [0, 1, 1000])
+def test_triad_matches_numpy(n):
+    a, b, c = random(n), random(n), random(n)
     np.testing.assert_allclose(k.triad_host(a, b, c), a * b + c, rtol=1e-6, atol=1e-6)
+
+
+def test_triad_checks_shapes():
+    a, b = random(1000), random(1000)
     with pytest.raises(InputError, match="shape mismatch"):
         k.triad_host(a, b, random(999))
 
@@ -50,9 +61,32 @@ def test_fma_intensity_matches_fused_reference(fmas):
                                rtol=1e-6, atol=1e-6)
 
 
-def test_fma_intensity_rejects_k_below_one():
-    with pytest.raises(ValueError, match="at least 1"):
-        k.fma_intensity(0)
+@pytest.mark.parametrize("n", [0, 1])
+def test_fma_intensity_at_lengths_0_and_1(n):
+    x = random(n)
+    np.testing.assert_allclose(k.fma_intensity_host(x, 3), k.fma_chain_reference(x, 3), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: k.fma_intensity(0), r"k \(FMAs per element\) must be >= 1, got 0"),
+    (lambda: k.fma_intensity(2.5), "must be an integer"),
+    (lambda: k.fma_intensity_host(random(8), 0), ">= 1"),
+    (lambda: k.fma_intensity_host(random(9)[1:], 2), "misaligned for 16-byte"),
+    (lambda: k.copy(random(20)[::2], "copy_grid_stride"), "x must be C-contiguous"),
+    (lambda: k.triad_host(random(4), random(8)[::2], random(4)), "b must be C-contiguous"),
+    (lambda: k.copy(random(4).reshape(2, 2), "copy_grid_stride"), "x must be 1-D"),
+])
+def test_bad_input_gets_one_clear_line(call, message):
+    with pytest.raises(InputError, match=message) as error:
+        call()
+    assert "\n" not in str(error.value)
+
+
+def test_the_host_wrappers_say_they_take_numpy_arrays():
+    from numba import cuda
+
+    with pytest.raises(InputError, match="x must be a NumPy array, got .*_launch function"):
+        k.copy(cuda.to_device(random(8)), "copy_grid_stride")
 
 
 def test_fma_peak_matches_emulated_chains():

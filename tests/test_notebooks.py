@@ -14,7 +14,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+NOTEBOOKS_DIR = Path(__file__).resolve().parents[1] / "notebooks"
+NOTEBOOKS = sorted(NOTEBOOKS_DIR.rglob("*.ipynb"))  # lessons and deep_dives/
 # calls whose output depends on the mode or the timing (load(live=False) reads a recording: fine)
 MODE_DEPENDENT = re.compile(
     r"\.load\((?!\s*live\s*=\s*False)|\bmeasure\(|\bbench\.|\btimed_row\(|\bdescribe\(|\bdevice_info\("
@@ -35,7 +36,7 @@ def test_there_are_notebooks():
     assert NOTEBOOKS, "no notebooks/*.ipynb found"
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.relative_to(NOTEBOOKS_DIR).as_posix())
 def test_committed_executed_without_errors(path):
     for number, cell in enumerate(code_cells(path)):
         where = f"{path.name}, code cell {number}"
@@ -47,7 +48,7 @@ def test_committed_executed_without_errors(path):
             assert not errors, f"{where} ends in {errors[0].ename}: {errors[0].evalue}"
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.relative_to(NOTEBOOKS_DIR).as_posix())
 def test_checked_cells_print_nothing_that_depends_on_mode_or_timing(path):
     for number, cell in enumerate(code_cells(path)):
         if "NBVAL_CHECK_OUTPUT" not in markers(cell):
@@ -59,7 +60,7 @@ def test_checked_cells_print_nothing_that_depends_on_mode_or_timing(path):
             "or drop the marker")
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.relative_to(NOTEBOOKS_DIR).as_posix())
 def test_a_skipped_cell_says_why(path):
     for number, cell in enumerate(code_cells(path)):
         found = markers(cell)

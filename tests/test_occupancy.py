@@ -25,8 +25,7 @@ SM90 = SMLimits(
     (256, 72, 0, 3, "registers"),  # 2304 per warp: 7 per sub-partition = 28 warps -> 3 blocks
     (256, 33, 0, 6, "registers"),  # 1056 -> 1280 per warp (unit 256): 12 per partition -> 48 warps
     (128, 255, 0, 2, "registers"),  # 8160 -> 8192 per warp: 2 per partition, 8 warps per SM
-    (256, 32, 48 * 1024, 4, "shared memory"),  # 49152 + 1024 = 50176 -> 4 per 233472
-    (256, 32, 100 * 1024, 2, "shared memory"),
+    (256, 32, 48 * 1024, 4, "shared memory"),  # 49152 + 1024 = 50176 -> 4 per 233472 (at the plain limit)
     (1024, 64, 0, 1, "registers"),  # 65536 registers: exactly one block
     (48, 32, 0, 32, "warps"),  # 2 warps per block (a partial warp is whole), 64 / 2 = 32, tie with blocks
 ])
@@ -62,15 +61,48 @@ def test_zero_registers_and_zero_shared_leave_warps_and_blocks():
     assert occupancy(1024, 0, 0, SM90).blocks_per_sm == 2
 
 
+@pytest.mark.parametrize("shared, blocks", [(100 * 1024, 2), (48 * 1024 + 1, 4),
+                                           (SM90.shared_per_block_optin, 1)])
+def test_a_kernel_that_opted_in_may_have_more_than_48_kib(shared, blocks):
+    occ = occupancy(256, 32, shared, SM90, opt_in=True)
+    assert occ.blocks_per_sm == blocks and occ.limiter == "shared memory", occ
+
+
+@pytest.mark.parametrize("shared", [48 * 1024 + 1, 100 * 1024, SM90.shared_per_block_optin])
+def test_a_plain_kernel_over_48_kib_cannot_launch_and_is_told_so(shared):
+    # the driver answers 0 blocks for a kernel that did not raise its dynamic shared-memory limit
+    occ = occupancy(256, 32, shared, SM90)
+    assert occ.blocks_per_sm == 0 and occ.warps_per_sm == 0 and occ.limiter == NOTHING_FITS
+    assert occ.blocks_by_resource["shared memory"] == 0
+    assert f"{shared:,} bytes" in occ.detail and "49,152" in occ.detail and "cannot launch" in occ.detail
+    assert "opt_in=True" in str(occ)
+
+
+def test_the_plain_limit_counts_static_and_dynamic_together():
+    # 49,152 bytes in all fits a plain kernel, one byte more does not, however it is split
+    assert occupancy(128, 32, 48 * 1024, SM90).blocks_per_sm == 4
+    assert occupancy(128, 32, 48 * 1024 + 1, SM90).blocks_per_sm == 0
+    assert occupancy(128, 32, 48 * 1024 + 1, SM90, opt_in=True).blocks_per_sm == 4
+
+
+def test_opting_in_changes_nothing_up_to_48_kib():
+    for shared in (0, 1, 20_000, 47 * 1024, 48 * 1024):
+        for threads, regs in ((32, 16), (256, 72), (1024, 64), (672, 96)):
+            plain = occupancy(threads, regs, shared, SM90)
+            assert plain == occupancy(threads, regs, shared, SM90, opt_in=True)
+
+
 def test_shared_to_limit_caps_residency_exactly():
     for threads in (64, 128, 256, 512):
         for blocks in range(1, 9):
             if blocks * threads > 2048:
                 continue
             dynamic = shared_to_limit(threads, blocks, SM90)
-            assert occupancy(threads, 32, dynamic, SM90).blocks_per_sm == blocks
+            opt_in = dynamic > SM90.shared_per_block  # fewer than 5 blocks: past 48 KiB a block
+            assert opt_in == (blocks < 5)
+            assert occupancy(threads, 32, dynamic, SM90, opt_in=opt_in).blocks_per_sm == blocks
             if dynamic < SM90.shared_per_block_optin:  # one unit more and one block fewer fits
-                assert occupancy(threads, 32, dynamic + 128, SM90).blocks_per_sm == blocks - 1
+                assert occupancy(threads, 32, dynamic + 128, SM90, opt_in=True).blocks_per_sm == blocks - 1
 
 
 @pytest.mark.parametrize("args, message", [
@@ -79,12 +111,18 @@ def test_shared_to_limit_caps_residency_exactly():
     ((256, -1, 0), "registers_per_thread must be >= 0"),
     ((256, 256, 0), "registers_per_thread must be <= 255"),
     ((256, 32, -4), "shared_bytes_per_block must be >= 0"),
-    ((256, 32, 232449), "over this GPU's per-block limit"),
+    ((256, 32, 232449), "over this GPU's per-block limit of 232,448"),
     ((256.0, 32, 0), "must be an integer"),
 ])
-def test_bad_input_gets_a_clear_error(args, message):
+@pytest.mark.parametrize("opt_in", [False, True])
+def test_bad_input_gets_a_clear_error(args, message, opt_in):
     with pytest.raises(InputError, match=message):
-        occupancy(*args, limits=SM90)
+        occupancy(*args, limits=SM90, opt_in=opt_in)
+
+
+def test_opt_in_must_be_a_bool():
+    with pytest.raises(InputError, match="opt_in must be True or False, got 'yes'"):
+        occupancy(256, 32, 0, SM90, opt_in="yes")
 
 
 def test_shared_to_limit_needs_whole_warps():

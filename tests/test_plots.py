@@ -196,4 +196,14 @@ def test_alt_text_travels_in_the_png_and_in_jupyters_output(table, tmp_path):
     assert Image.open(path).info["Description"] == alt
     data, metadata = plots.style._png_with_alt(fig)
     assert data.startswith(b"\x89PNG") and metadata == {"alt": alt}
-    assert isinstance(plots.style._png_with_alt(plots.charts.bandwidth_vs_size(table)), bytes)
+    bare, _ = plots.style.new_axes(None)
+    assert isinstance(plots.style._png_with_alt(bare), bytes)  # no alt text: a plain PNG, as Jupyter's
+
+
+def test_every_lesson_figure_has_alt_text():
+    from gpu_lessons import lessons
+
+    roof = lessons.roof()
+    for name, module in lessons.LESSONS.items():
+        for figure_name, figure in module.figures(lessons.load(name, live=False), roof).items():
+            assert plots.style.alt_text(figure), f"{name}: figure {figure_name!r} has no alt text"

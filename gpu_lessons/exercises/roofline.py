@@ -5,6 +5,8 @@
 2. The roofline itself: attainable GFLOP/s for any intensity, checked on random ceilings.
 3. A kernel of given intensity: finish a kernel doing 4 FMAs per element, checked against NumPy
    on a size that is not a multiple of the block.
+4. Predict a time from the model: fma_intensity's time at k = 8 and k = 512 from the measured
+   ceilings, checked against the H200's recorded times.
 """
 
 from __future__ import annotations
@@ -12,8 +14,10 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda
 
+from .. import lessons
 from ..kernels import roofline as k
 from ..lessons import roofline as lesson
+from ..sim import trace
 from . import guarded, report
 
 # ----------------------------------------------------------------------------- exercise 1
@@ -31,8 +35,6 @@ SAXPY_N = 1000  # small enough for the simulator, not a multiple of the block
 
 def saxpy_counted_bytes(n: int = SAXPY_N) -> int:
     """Bytes SAXPY moves, as the traffic counter sees it: 32-byte sectors of loads and stores."""
-    from ..sim import trace
-
     x = np.random.default_rng().standard_normal(n, dtype=np.float32)
     y = np.random.default_rng().standard_normal(n, dtype=np.float32)
     blocks = -(-n // k.THREADS_PER_BLOCK)
@@ -125,3 +127,44 @@ def solution_fma4_kernel(x, y, a, b):
         for _ in range(4):  # EXERCISE_FMAS
             v = cuda.fma(v, a, b)
         y[i] = v
+
+
+# ----------------------------------------------------------------------------- exercise 4
+
+PREDICT = ((8, 0.05), (512, 0.12))  # (k, tolerance): memory-bound within 5%, compute-bound within 12%
+
+
+def check_predicted_time(predicted_ms) -> object:
+    """``predicted_ms(elements, fmas_per_element, bandwidth_gbps, peak_gflops)``: the roofline's time
+    for fma_intensity, held to the recorded H200 times at k = 8 and k = 512."""
+    name = "exercise 4 (predict a time)"
+
+    def attempt():
+        result = lessons.load("roofline", live=False)
+        roof = lessons.roof()
+        rows = result.table[result.table["variant"] == "fma_intensity"].set_index("param")
+        for fmas, tolerance in PREDICT:
+            row = rows.loc[float(fmas)]
+            got = predicted_ms(int(row["size"]), fmas, roof["bandwidth_gbps"], roof["peak_gflops"])
+            if got is None:
+                return report(name, False, "return a time in milliseconds")
+            measured = float(row["median_ms"])
+            error = float(got) / measured - 1
+            if abs(error) > tolerance:
+                hint = (f"at k = {fmas} the kernel is memory-bound: its time is the bytes it reads and "
+                        "writes "
+                        "over the bandwidth ceiling you are given" if fmas == 8 else
+                        f"at k = {fmas} it is compute-bound: its time is its FLOPs (2 per FMA) over the FP32 "
+                        "ceiling you are given")
+                return report(name, False, f"you predict {float(got):.4g} ms, {error:+.0%} from the H200's "
+                              f"time (allowed: within {tolerance:.0%}); {hint}")
+        return report(name, True, "within 5% at k = 8 (memory-bound) and within 12% at k = 512 "
+                      "(compute-bound) of the H200's recorded times")
+
+    return guarded(name, attempt)
+
+
+def solution_predicted_time(elements, fmas_per_element, bandwidth_gbps, peak_gflops):
+    memory_ms = 8 * elements / (bandwidth_gbps * 1e9) * 1e3  # 4 bytes read + 4 written per element
+    compute_ms = 2 * fmas_per_element * elements / (peak_gflops * 1e9) * 1e3
+    return max(memory_ms, compute_ms)

@@ -22,6 +22,9 @@
 Transposes use 2-D blocks of (32, rows) threads, rows dividing 32: each thread moves 32 / rows
 elements of its tile. Edges of matrices that are not multiples of the tile are guarded; the 64x64
 kernels take their scalar path on edge tiles and on shapes whose rows are not whole float4 groups.
+Every transpose wrapper takes the same matrices: float32, 2-D, C-contiguous (a strided view such as
+``a[:, ::2]`` is refused by name, as the 64x64 kernels' flat indexing needs); an empty matrix gives
+the empty transpose without a launch.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import numba
 import numpy as np
 from numba import cuda
 
-from ..checks import InputError, require_array, require_block, require_int
+from ..checks import InputError, require_array, require_block, require_choice, require_contiguous, require_int
 from ..vector import load4, store4, store4_shared
 from .arrays import is_device_array, returned, to_device
 from .launch import THREADS_PER_BLOCK, blocks_to_cover
@@ -385,11 +388,10 @@ def shared_stride(x, stride: int, block: int = THREADS_PER_BLOCK):
             f"block {block} x stride {stride} needs {block * stride} shared words, more than the "
             f"{SHARED_WORDS} the kernel allocates; use a smaller block (256 allows strides up to 33)"
         )
-    if x.shape[0] < 1:
-        raise InputError("x is empty")
-    d_out = cuda.device_array(x.shape[0], np.float32)
-    grid = blocks_to_cover(x.shape[0], block)
-    shared_stride_kernel[grid, block](to_device(x, "x"), d_out, stride)
+    require_contiguous(x, "x")
+    d_x, d_out = to_device(x, "x"), cuda.device_array(x.shape[0], np.float32)
+    if x.shape[0]:  # an empty x: an empty copy, no launch
+        shared_stride_kernel[blocks_to_cover(x.shape[0], block), block](d_x, d_out, stride)
     return returned(d_out, not is_device_array(x))
 
 
@@ -406,9 +408,9 @@ def tiled_transpose_grid(shape) -> tuple[int, int]:
 
 
 def _check_matrix(a) -> None:
+    """What every transpose wrapper takes: a float32 2-D C-contiguous matrix (possibly empty)."""
     require_array(a, "a", dtype=np.float32, ndim=2)
-    if 0 in tuple(a.shape):
-        raise InputError(f"a is empty: shape {tuple(a.shape)}")
+    require_contiguous(a, "a")
 
 
 def _check_2d_block(block) -> tuple[int, int]:
@@ -424,8 +426,9 @@ def transpose_naive(a, block=TRANSPOSE_BLOCK):
     """``a.T`` (float32, 2-D), one element a thread, no shared memory."""
     _check_matrix(a)
     block = _check_2d_block(block)
-    d_out = cuda.device_array((a.shape[1], a.shape[0]), np.float32)
-    transpose_naive_kernel[transpose_grid(a.shape, block), block](to_device(a, "a"), d_out)
+    d_a, d_out = to_device(a, "a"), cuda.device_array((a.shape[1], a.shape[0]), np.float32)
+    if a.size:  # an empty matrix: its empty transpose, no launch
+        transpose_naive_kernel[transpose_grid(a.shape, block), block](d_a, d_out)
     return returned(d_out, not is_device_array(a))
 
 
@@ -438,8 +441,9 @@ def _transpose_via_tile(kernel, a, block):
     elif (bx, by) != TRANSPOSE_BLOCK:
         raise InputError(f"block must be {TRANSPOSE_BLOCK}: each thread moves {TILE // TILE_ROWS} elements, "
                          f"unrolled; got {block!r} (transpose_padded_loop takes any ({TILE}, rows))")
-    d_out = cuda.device_array((a.shape[1], a.shape[0]), np.float32)
-    kernel[tiled_transpose_grid(a.shape), (bx, by)](to_device(a, "a"), d_out)
+    d_a, d_out = to_device(a, "a"), cuda.device_array((a.shape[1], a.shape[0]), np.float32)
+    if a.size:  # an empty matrix: its empty transpose, no launch
+        kernel[tiled_transpose_grid(a.shape), (bx, by)](d_a, d_out)
     return returned(d_out, not is_device_array(a))
 
 
@@ -466,10 +470,10 @@ def shared_stride64(x, stride: int, block: int = 128):
     if block * stride > SHARED64_SLOTS:
         raise InputError(f"block {block} x stride {stride} needs {block * stride} float64 slots, more "
                          f"than the {SHARED64_SLOTS} the kernel allocates; use a smaller block")
-    if x.shape[0] < 1:
-        raise InputError("x is empty")
-    d_out = cuda.device_array(x.shape[0], np.float64)
-    shared_stride64_kernel[blocks_to_cover(x.shape[0], block), block](to_device(x, "x"), d_out, stride)
+    require_contiguous(x, "x")
+    d_x, d_out = to_device(x, "x"), cuda.device_array(x.shape[0], np.float64)
+    if x.shape[0]:  # an empty x: an empty copy, no launch
+        shared_stride64_kernel[blocks_to_cover(x.shape[0], block), block](d_x, d_out, stride)
     return returned(d_out, not is_device_array(x))
 
 
@@ -482,7 +486,7 @@ def shared_read(stride: int, reps: int = 2, blocks: int = 1, block: int = THREAD
     """Run the microbenchmark (stride 0: a broadcast); returns each thread's sum of what it read."""
     stride = require_int(stride, "stride", minimum=0, maximum=MAX_READ_STRIDE)
     reps = require_int(reps, "reps", minimum=1)
-    blocks = require_int(blocks, "blocks", minimum=1)
+    blocks = require_int(blocks, "blocks", minimum=1, maximum=2**31 - 1)  # the largest grid
     block = require_block(block)
     d_out = cuda.device_array(blocks * block, np.float32)
     shared_read_launch(d_out, stride, reps, blocks, block)
@@ -510,8 +514,11 @@ def _vector_ok(a, out) -> int:
 
 def tile64_launcher(kernel, a, out):
     """A function launching a 64x64 transpose on 2-D C-contiguous device arrays a (rows, cols) and
-    out (cols, rows): the flat views, grid and alignment are worked out once, not per launch."""
+    out (cols, rows): the flat views, grid and alignment are worked out once, not per launch.
+    An empty matrix: nothing to launch."""
     rows, cols = a.shape
+    if a.size == 0:
+        return lambda: None
     args = (a.reshape(rows * cols), out.reshape(rows * cols), rows, cols, _vector_ok(a, out))
     launch = kernel[tile64_grid(a.shape), TILE64_THREADS]
     return lambda: launch(*args)
@@ -522,10 +529,7 @@ def tile64_launch(kernel, a, out) -> None:
 
 
 def _transpose_tile64(kernel, a):
-    from ..checks import require_contiguous
-
     _check_matrix(a)
-    require_contiguous(a, "a")
     d_a = to_device(a, "a")
     d_out = cuda.device_array((a.shape[1], a.shape[0]), np.float32)
     tile64_launch(kernel, d_a, d_out)
@@ -560,15 +564,17 @@ TILE64_KERNELS = {"tile64_vec4": transpose_tile64_kernel,
 
 def transpose_launcher(variant: str, a, out):
     """A function that launches one transpose on 2-D device arrays (for the timing harness: the
-    host work of a launch stays small and the same for every variant; no checks)."""
+    host work of a launch stays small and the same for every variant; only the name is checked).
+    An empty matrix: nothing to launch."""
+    require_choice(variant, "transpose", TRANSPOSES)
+    if a.size == 0:
+        return lambda: None
     if variant == "naive":
         launch = transpose_naive_kernel[transpose_grid(a.shape, TRANSPOSE_BLOCK), TRANSPOSE_BLOCK]
     elif variant in TILE32_KERNELS:
         launch = TILE32_KERNELS[variant][tiled_transpose_grid(a.shape), TRANSPOSE_BLOCK]
-    elif variant in TILE64_KERNELS:
-        return tile64_launcher(TILE64_KERNELS[variant], a, out)
     else:
-        raise ValueError(f"unknown transpose {variant!r}; choose one of: {', '.join(TRANSPOSES)}")
+        return tile64_launcher(TILE64_KERNELS[variant], a, out)
     return lambda: launch(a, out)
 
 

@@ -37,17 +37,20 @@ def gemm_naive_uncoalesced(a, b, c):
 
 
 def gemm_naive_uncoalesced_launch(a, b, c) -> None:
-    grid = (-(-c.shape[0] // NAIVE_BLOCK[0]), -(-c.shape[1] // NAIVE_BLOCK[1]))
-    gemm_naive_uncoalesced[grid, NAIVE_BLOCK](a, b, c)
+    if c.size:  # an empty C (M or N = 0) needs no launch, and 0 blocks is no launch configuration
+        grid = (-(-c.shape[0] // NAIVE_BLOCK[0]), -(-c.shape[1] // NAIVE_BLOCK[1]))
+        gemm_naive_uncoalesced[grid, NAIVE_BLOCK](a, b, c)
 
 
 def gemm_naive_launch(a, b, c) -> None:
-    grid = (-(-c.shape[1] // NAIVE_BLOCK[0]), -(-c.shape[0] // NAIVE_BLOCK[1]))
-    gemm_naive[grid, NAIVE_BLOCK](a, b, c)
+    if c.size:  # as above; K = 0 is a launch: C is all zeros
+        grid = (-(-c.shape[1] // NAIVE_BLOCK[0]), -(-c.shape[0] // NAIVE_BLOCK[1]))
+        gemm_naive[grid, NAIVE_BLOCK](a, b, c)
 
 
 def check_gemm_operands(a, b):
-    """float32, 2-D, C-contiguous operands with matching inner dimensions; returns the output shape."""
+    """float32, 2-D, C-contiguous operands with matching inner dimensions; returns the output shape.
+    Any dimension may be 0: M or N = 0 gives an empty C, K = 0 a C of zeros (as NumPy's ``a @ b``)."""
     require_array(a, "a", dtype=np.float32, ndim=2)
     require_array(b, "b", dtype=np.float32, ndim=2)
     require_contiguous(a, "a")
@@ -63,7 +66,7 @@ def gemm_flops(m: int, n: int, k: int) -> int:
 
 
 def gemm(a, b):
-    """C = A @ B with the naive kernel (host arrays in, host array out)."""
+    """C = A @ B with the naive kernel (host or device arrays in, host array out)."""
     shape = check_gemm_operands(a, b)
     c = np.empty(shape, np.float32)
     gemm_naive_launch(a, b, c)

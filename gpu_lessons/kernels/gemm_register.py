@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, float32, int64, uint64
 
+from ..checks import require_choice
 from .arrays import is_device_array, returned, to_device
 from .gemm import check_gemm_operands
 
@@ -125,12 +126,14 @@ def grid_for(m: int, n: int, tile: dict) -> tuple[int, int]:
 
 
 def launch(variant: str, a, b, c) -> None:
-    kernel, tile = KERNELS[variant]
-    kernel[grid_for(c.shape[0], c.shape[1], tile), tile["threads"]](a, b, c)
+    kernel, tile = KERNELS[require_choice(variant, "register-tiled GEMM", KERNELS)]
+    if c.size:  # an empty C (M or N = 0) needs no launch; K = 0 is one: C is all zeros
+        kernel[grid_for(c.shape[0], c.shape[1], tile), tile["threads"]](a, b, c)
 
 
 def gemm_register(a, b, variant: str = "register_2d_uint64"):
     """C = A @ B with one of the register-tiled kernels (host or device arrays in, same kind out)."""
+    require_choice(variant, "register-tiled GEMM", KERNELS)
     m, n = check_gemm_operands(a, b)
     d_c = cuda.device_array((m, n), np.float32)
     launch(variant, to_device(a, "a"), to_device(b, "b"), d_c)

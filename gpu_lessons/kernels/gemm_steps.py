@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import cuda
 
+from ..checks import require_choice
 from . import gemm as naive
 from . import gemm_codegen as codegen
 from . import gemm_register as register
@@ -95,15 +96,16 @@ BY_NAME = {step.name: step for step in STEPS}
 
 
 def step(name: str) -> Step:
-    if name not in BY_NAME:
-        raise KeyError(f"unknown GEMM step {name!r}; choose from: {', '.join(BY_NAME)}")
-    return BY_NAME[name]
+    """A step by name; ``InputError`` naming the steps for any other name."""
+    return BY_NAME[require_choice(name, "GEMM step", BY_NAME)]
 
 
 def matmul(a, b, name: str = "register_cap"):
-    """C = A @ B with one step's kernel: host arrays in, host array out (device in, device out)."""
+    """C = A @ B with one step's kernel: host arrays in, host array out (device in, device out).
+    M or N = 0: an empty C, no launch; K = 0: a C of zeros."""
+    chosen = step(name)
     m, n = check_gemm_operands(a, b)
     d_c = cuda.device_array((m, n), np.float32)
     if m and n:  # an empty C needs no launch (K = 0 is a launch: C is all zeros)
-        step(name).launch(to_device(a, "a"), to_device(b, "b"), d_c)
+        chosen.launch(to_device(a, "a"), to_device(b, "b"), d_c)
     return returned(d_c, not (is_device_array(a) and is_device_array(b)))

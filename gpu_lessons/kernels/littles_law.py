@@ -34,8 +34,10 @@ from ..checks import (
     require_array,
     require_block,
     require_contiguous,
+    require_host,
     require_int,
 )
+from ..occupancy import sm_limits
 from ..vector import load4, store4
 from .launch import THREADS_PER_BLOCK
 from .util import queue_counters
@@ -73,7 +75,7 @@ def chain_nodes(buffer_elements: int, nodes: int, seed: int = 0) -> np.ndarray:
     nodes = require_int(nodes, "nodes", 1, lines)
     if buffer_elements > np.iinfo(CHAIN_DTYPE).max:
         raise InputError(f"buffer_elements must be < 2**32 (uint32 indices), got {buffer_elements}")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(require_int(seed, "seed", 0))
     chosen = rng.choice(lines, nodes, replace=False) if nodes < lines else rng.permutation(lines)
     return (chosen.astype(np.int64) * per_line).astype(CHAIN_DTYPE)
 
@@ -105,6 +107,8 @@ def chase(chain, start: int, steps: int) -> int:
     """Follow a host chain ``steps`` times from ``start`` with the kernel; returns where it ends."""
     require_array(chain, "chain", dtype=CHAIN_DTYPE, ndim=1)
     require_contiguous(chain, "chain")
+    if chain.size == 0:
+        raise InputError("chain is empty: there is no node to start from (build one with build_chain)")
     start = require_int(start, "start", 0, chain.size - 1)
     steps = require_int(steps, "steps", 0)
     state = np.array([start], CHAIN_DTYPE)
@@ -205,7 +209,7 @@ def fma_chains_flops(chains: int, blocks: int, threads: int, trips: int) -> int:
 def fma_chains_host(chains: int, blocks: int, threads: int, trips: int) -> np.ndarray:
     """Run fma_chains on a grid; returns every thread's output (host array)."""
     chains = require_int(chains, "chains", 1, 32)
-    blocks = require_int(blocks, "blocks", 1)
+    blocks = require_int(blocks, "blocks", 1, 2**31 - 1)  # the largest grid
     threads = require_int(threads, "threads", 1, 1024)
     trips = require_int(trips, "trips", 0)
     out = np.full(blocks * threads, np.nan, np.float32)
@@ -296,7 +300,9 @@ def copy_ilp_launch(unroll: int, vector: bool, x, out, block: int = COPY_BLOCK, 
 
 def copy(x, unroll: int = 1, vector: bool = False, block: int = COPY_BLOCK, shared: int = 0,
          max_registers: int | None = None):
-    """Copy a float32 (or, scalar only, float64) vector with copy_ilp; returns the copy (host array)."""
+    """Copy a float32 (or, scalar only, float64) NumPy vector with copy_ilp; returns the copy.
+    ``shared`` bytes of dynamic shared memory per block: past 48 KiB the kernel is opted in."""
+    require_host(x, "x")
     require_array(x, "x", ndim=1)
     require_contiguous(x, "x")
     if vector:
@@ -305,10 +311,21 @@ def copy(x, unroll: int = 1, vector: bool = False, block: int = COPY_BLOCK, shar
     elif np.dtype(x.dtype) not in (np.dtype(np.float32), np.dtype(np.float64)):
         raise InputError(f"x must have dtype float32 or float64, got {np.dtype(x.dtype).name}")
     block = require_int(block, "block", 1, 1024)
-    shared = require_int(shared, "shared", 0)
+    kernel = copy_ilp(unroll, vector, max_registers)  # a bad unroll or max_registers: an error first
+    shared = _dynamic_shared(kernel, shared, (x, x))
     out = np.full_like(x, np.nan)
-    copy_ilp_launch(unroll, vector, x, out, block, shared, max_registers)
+    if x.size:  # an empty x: an empty copy, no launch
+        copy_ilp_launch(unroll, vector, x, out, block, shared, max_registers)
     return out
+
+
+def _dynamic_shared(kernel, shared: int, args) -> int:
+    """Check a launch's dynamic shared memory; past a plain kernel's 48 KiB, opt the kernel in."""
+    limits = sm_limits()
+    shared = require_int(shared, "shared", 0, limits.shared_per_block_optin)
+    if shared > limits.shared_per_block:  # the copies have no static shared memory
+        allow_dynamic_shared(kernel, args, limits.shared_per_block_optin)
+    return shared
 
 
 # ------------------------------------------------------------------ 5. persistent copies
@@ -349,12 +366,16 @@ def copy_persistent_launch(unroll: int, x, out, blocks: int, block: int = COPY_B
 
 
 def copy_persistent_host(x, unroll: int = 1, blocks: int = 2, block: int = COPY_BLOCK):
+    """Copy a float32 NumPy vector with copy_persistent on ``blocks`` x ``block`` threads."""
+    require_host(x, "x")
     require_array(x, "x", dtype=np.float32, ndim=1)
     require_contiguous(x, "x")
     require_aligned(x, "x", 16)
-    out = np.full_like(x, np.nan)
     blocks, block = require_int(blocks, "blocks", 1), require_int(block, "block", 1, 1024)
-    copy_persistent_launch(unroll, x, out, blocks, block)
+    kernel = copy_persistent(unroll)  # a bad unroll: an error before any work
+    out = np.full_like(x, np.nan)
+    if x.size:  # an empty x: an empty copy, no launch
+        kernel[blocks, block](x, out)
     return out
 
 
@@ -465,14 +486,16 @@ def copy_queue_launch(unroll: int, x, out, blocks: int, block: int = COPY_BLOCK,
 
 
 def copy_queue_host(x, unroll: int = 8, chunks_per_claim: int = 1, blocks: int = 2, block: int = 64):
-    """Copy a float32 vector with copy_queue on ``blocks`` x ``block`` threads; returns the copy."""
+    """Copy a float32 NumPy vector with copy_queue on ``blocks`` x ``block`` threads; returns the copy."""
+    require_host(x, "x")
     require_array(x, "x", dtype=np.float32, ndim=1)
     require_contiguous(x, "x")
     require_aligned(x, "x", 16)
     blocks, block = require_int(blocks, "blocks", 1), require_block(block)
     kernel = copy_queue(unroll, chunks_per_claim)  # bad unroll or chunks_per_claim: an error before any work
     out = np.full_like(x, np.nan)
-    kernel[blocks, block](x, out, queue_counters(np.uint64))
+    if x.size:  # an empty x: an empty copy, no launch
+        kernel[blocks, block](x, out, queue_counters(np.uint64))
     return out
 
 
@@ -514,6 +537,7 @@ def allow_dynamic_shared(kernel, args, nbytes: int) -> None:
     Past 48 KiB a kernel must opt in (cudaFuncSetAttribute's MAX_DYNAMIC_SHARED_SIZE_BYTES); a
     no-op on the simulator.
     """
+    nbytes = require_int(nbytes, "nbytes", 0)
     if SIMULATED:
         return
     from numba.cuda.cudadrv.driver import binding, driver  # the driver's API: only on a GPU

@@ -27,7 +27,14 @@ from dataclasses import dataclass
 import numpy as np
 from numba import cuda, float32, int32, uint64
 
-from ..checks import InputError, require_aligned, require_array, require_contiguous, require_int
+from ..checks import (
+    InputError,
+    require_aligned,
+    require_array,
+    require_choice,
+    require_contiguous,
+    require_int,
+)
 from ..device import WARP_SIZE
 from ..vector import load4
 from .arrays import to_device
@@ -367,9 +374,7 @@ KERNELS = {
 
 
 def variant(name: str) -> Variant:
-    if name not in BY_NAME:
-        raise InputError(f"unknown reduce variant {name!r}; choose one of: {', '.join(BY_NAME)}")
-    return BY_NAME[name]
+    return BY_NAME[require_choice(name, "reduce variant", BY_NAME)]
 
 
 def elements_per_block_step(name: str) -> int:

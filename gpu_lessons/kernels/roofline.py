@@ -19,7 +19,15 @@ from functools import cache
 import numpy as np
 from numba import cuda, float32
 
-from ..checks import require_aligned, require_array, require_contiguous, require_same_shape
+from ..checks import (
+    require_aligned,
+    require_array,
+    require_choice,
+    require_contiguous,
+    require_host,
+    require_int,
+    require_same_shape,
+)
 from ..vector import load4, store4
 from .launch import THREADS_PER_BLOCK, blocks_to_cover, grid_stride_blocks
 
@@ -56,10 +64,8 @@ def copy_vec4_grid_stride(x, out):
 def copy_vec4(x, out):
     """One float4 per thread; the n % 4 threads past the last group copy the tail one by one.
 
-    Measured on an H200 (benchmarks/probe_copy.py), this one-shot grid reached CuPy's copy while
-    every grid-stride shape tried (1/2/4 float4 in flight, 1-32 blocks per SM) stayed ~6% under.
-    Lesson 3 found why: with one wave of blocks each SM gets an equal share, SMs do not get equal
-    bandwidth, and the kernel waits for the slowest (ncu: sm__cycles_active max/min 1.21).
+    On the H200 this one-shot grid reaches CuPy's copy; the grid-stride float4 copy stays a few
+    percent under (lesson 3 shows why: with one wave of blocks, SMs finish at different times).
     """
     i = cuda.grid(1)
     groups = x.size // 4
@@ -87,12 +93,10 @@ def fma_intensity(k: int):
 
     ``k`` is baked in at compile time (closure constants). One float4 per thread (the shape of
     ``copy_vec4``) gives each thread four independent chains. The FMAs run in trips of 16 per
-    chain, an inner loop the compiler unrolls: with one plain loop of k trips, the sweep recorded
-    on 2026-11-29 fell from 49 TFLOP/s at k = 64 to 20 at k = 128, where the loop counter and
-    branch took issue slots from the FMAs.
+    chain, an inner loop the compiler unrolls, so that the loop's counter and branch do not take
+    issue slots from the FMAs.
     """
-    if k < 1:
-        raise ValueError(f"k (FMAs per element) must be at least 1, got {k}")
+    k = require_int(k, "k (FMAs per element)", 1)
     trips, rest = divmod(k, FMA_UNROLL)
 
     @cuda.jit
@@ -153,6 +157,7 @@ def fma_peak(out, trips, a, b):
 
 
 def copy_launch(variant: str, x, out) -> None:
+    require_choice(variant, "copy variant", COPY_VARIANTS)
     n = x.size
     if variant == "copy_one_per_thread":
         copy_one_per_thread[blocks_to_cover(n), THREADS_PER_BLOCK](x, out)
@@ -160,10 +165,8 @@ def copy_launch(variant: str, x, out) -> None:
         copy_grid_stride[grid_stride_blocks(n), THREADS_PER_BLOCK](x, out)
     elif variant == "copy_vec4_grid_stride":
         copy_vec4_grid_stride[grid_stride_blocks(max(1, n // 4)), THREADS_PER_BLOCK](x, out)
-    elif variant == "copy_vec4":
+    else:  # copy_vec4
         copy_vec4[blocks_to_cover(vec4_threads(n)), THREADS_PER_BLOCK](x, out)
-    else:
-        raise ValueError(f"unknown copy variant {variant!r}; choose one of: {', '.join(COPY_VARIANTS)}")
 
 
 COPY_VARIANTS = ("copy_one_per_thread", "copy_grid_stride", "copy_vec4_grid_stride", "copy_vec4")
@@ -197,6 +200,8 @@ def fma_peak_flops(blocks: int, trips: int) -> int:
 
 
 def _float32_vector(x, name):
+    """The wrappers below take NumPy vectors (and return NumPy arrays)."""
+    require_host(x, name)
     require_array(x, name, dtype=np.float32, ndim=1)
     require_contiguous(x, name)
     return x
@@ -205,10 +210,12 @@ def _float32_vector(x, name):
 def copy(x, variant: str = "copy_vec4"):
     """Copy a float32 vector with one of the copy kernels; returns the copy (host array)."""
     _float32_vector(x, "x")
+    require_choice(variant, "copy variant", COPY_VARIANTS)
     if "vec4" in variant:
         require_aligned(x, "x", 16)
     out = np.empty_like(x)
-    copy_launch(variant, x, out)
+    if x.size:  # an empty x: an empty copy, no launch
+        copy_launch(variant, x, out)
     return out
 
 
@@ -218,7 +225,8 @@ def triad_host(a, b, c):
         _float32_vector(v, name)
     require_same_shape(a=a, b=b, c=c)
     result = np.array(c, copy=True)
-    triad_launch(a, b, result)
+    if result.size:  # empty vectors: nothing to launch
+        triad_launch(a, b, result)
     return result
 
 
@@ -233,8 +241,11 @@ def fma_chain_reference(x, k: int):
 
 
 def fma_intensity_host(x, k: int):
+    """k dependent FMAs on each element of a float32 NumPy vector (fma_intensity(k)); returns y."""
     _float32_vector(x, "x")
     require_aligned(x, "x", 16)
+    fma_intensity(k)  # a bad k: an error before any work
     y = np.empty_like(x)
-    fma_intensity_launch(k, x, y)
+    if x.size:  # an empty x: nothing to launch
+        fma_intensity_launch(k, x, y)
     return y

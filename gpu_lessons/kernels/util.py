@@ -3,6 +3,7 @@
 import numpy as np
 from numba import cuda
 
+from ..checks import require_array, require_contiguous
 from .launch import THREADS_PER_BLOCK, grid_stride_blocks
 
 
@@ -14,8 +15,11 @@ def _fill(flat, value):
 
 def poison(array, value=float("nan")) -> None:
     """Overwrite a device array so that any element a kernel fails to write is caught afterwards."""
-    flat = array.reshape(array.size)
-    _fill[grid_stride_blocks(flat.size), THREADS_PER_BLOCK](flat, flat.dtype.type(value))
+    require_array(array, "array")
+    require_contiguous(array, "array")
+    if array.size:  # an empty array: nothing to launch
+        flat = array.reshape(array.size)
+        _fill[grid_stride_blocks(flat.size), THREADS_PER_BLOCK](flat, flat.dtype.type(value))
 
 
 _queue_counters: dict = {}

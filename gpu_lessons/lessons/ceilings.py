@@ -133,6 +133,23 @@ def ceilings_from(table: pd.DataFrame) -> dict:
     }
 
 
+WHAT = {"copy_one_per_thread": "copy, one float per thread", "copy_grid_stride": "copy, grid-stride loop",
+        "copy_vec4_grid_stride": "copy, float4, grid-stride loop", "copy_vec4": "copy, one float4 per thread",
+        "cupy copy": "CuPy's device copy", COMPUTE_VARIANT: "8 FMA chains per thread, registers only",
+        "cublas sgemm": "cuBLAS SGEMM 8192^3 (FP32)"}
+
+
+def summary(table: pd.DataFrame) -> pd.DataFrame:
+    """One line per kernel: what it does, its rate (GB/s for copies, GFLOP/s for arithmetic)."""
+    rows = []
+    for _, row in table.iterrows():
+        copy = "copy" in row["variant"]
+        rate, unit = (row["gbps"], "GB/s") if copy else (row["gflops"], "GFLOP/s")
+        rows.append({"kernel": row["variant"], "what it does": WHAT.get(row["variant"], ""),
+                     "rate": round(rate), "unit": unit})
+    return pd.DataFrame(rows).set_index("kernel")
+
+
 def figures(result, roof: dict) -> dict:
     """The ceilings are drawn in lesson 1's figures; this experiment has none of its own."""
     return {}

@@ -127,10 +127,9 @@ def calculated_occupancy(block: int, registers: int, shared_bytes: int, limits: 
 
     ``shared_bytes``: static + dynamic per block. ``opt_in``: the kernel raised its dynamic shared
     memory limit past a plain kernel's 48 KiB (``kernels.littles_law.allow_dynamic_shared``), as the
-    copies whose residency shared memory caps do. The calculator on this branch assumes every kernel
-    opted in; when it takes the opt-in as an argument, pass ``opt_in=opt_in`` here (and only here).
+    copies whose residency shared memory caps do; without it a block over 48 KiB does not launch.
     """
-    return occ.occupancy(block, registers, shared_bytes, limits)
+    return occ.occupancy(block, registers, shared_bytes, limits, opt_in=opt_in)
 
 
 def launch_shape(limits: occ.SMLimits, block: int, blocks_per_sm: int, registers: int,

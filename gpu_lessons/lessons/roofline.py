@@ -19,6 +19,7 @@ from ..kernels.util import poison
 from ..plots import charts
 from ..results import LessonResult
 from ..scoreboard import Comparison
+from ..sim.trace import trace
 from .runner import Run, Section, check_row, cupy_or_none
 
 NAME = "roofline"
@@ -198,6 +199,56 @@ def roofline_points(table: pd.DataFrame) -> pd.DataFrame:
         label = f"k={int(row['param'])}" if variant == "fma_intensity" else variant
         points.append({"label": label, "intensity": intensity, "gflops": row["gflops"], "kind": kind})
     return pd.DataFrame(points)
+
+
+BUDGET_KERNELS = [("triad", None), ("fma_intensity", 1), ("fma_intensity", 16), ("fma_intensity", 64),
+                  ("fma_intensity", 1024), ("gemm_naive", None)]
+
+
+def time_budget(table: pd.DataFrame, roof: dict, kernels=BUDGET_KERNELS) -> pd.DataFrame:
+    """The roofline as times: per kernel, bytes / bandwidth and FLOPs / peak (the model's time is the
+    longer of the two) beside the measured time; error = measured / model - 1. Bytes are the notes'
+    count (every array element crossing DRAM once per access)."""
+    rows = []
+    for variant, param in kernels:
+        hit = table[(table["variant"] == variant) & (table["param"].isna() if param is None
+                                                     else table["param"] == param)]
+        if hit.empty:
+            continue
+        row = hit.iloc[-1]
+        n = int(row["size"])
+        flops = float(row["flops"])
+        counted_bytes = float(row["bytes"]) if variant != "gemm_naive" else 4 * (2 * n**3 + n**2)
+        memory_ms = counted_bytes / roof["bandwidth_gbps"] / 1e6
+        compute_ms = flops / roof["peak_gflops"] / 1e6
+        model_ms = max(memory_ms, compute_ms)
+        label = f"{variant} k={int(param)}" if param is not None else variant
+        rows.append({"kernel": label, "intensity": flops / counted_bytes, "memory_ms": memory_ms,
+                     "compute_ms": compute_ms, "model_ms": model_ms, "measured_ms": float(row["median_ms"]),
+                     "error": float(row["median_ms"]) / model_ms - 1})
+    return pd.DataFrame(rows)
+
+
+def naive_gemm_bytes_per_fma(table: pd.DataFrame, roof: dict, traced_n: int = 32) -> pd.DataFrame:
+    """Bytes per FMA of the naive GEMM at four levels: the notes' count (two floats per FMA), the
+    32-byte sectors its loads ask the L1 for (the simulator's traffic counter on a traced_n^3 GEMM:
+    a warp's 32 lanes share A's element and read 32 neighbours of B), the most DRAM can have moved
+    in the measured time at the bandwidth ceiling, and the ideal (each input read once)."""
+    row = table[table["variant"] == "gemm_naive"].iloc[-1]
+    n, seconds = int(row["size"]), float(row["median_ms"]) / 1e3
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((traced_n, traced_n), dtype=np.float32)
+    b = rng.standard_normal((traced_n, traced_n), dtype=np.float32)
+    grid = (-(-traced_n // g.NAIVE_BLOCK[0]), -(-traced_n // g.NAIVE_BLOCK[1]))
+    counts = trace(g.gemm_naive, grid, g.NAIVE_BLOCK, a, b, np.zeros((traced_n, traced_n), np.float32))
+    sectors = counts.totals["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"]
+    return pd.DataFrame([
+        {"level": "the count: 2 floats per FMA", "bytes_per_fma": 8.0},
+        {"level": "L1 requests (traced sectors)", "bytes_per_fma": 32 * sectors / traced_n**3},
+        {"level": "DRAM at most (time x bandwidth)",
+         "bytes_per_fma": roof["bandwidth_gbps"] * 1e9 * seconds / n**3},
+        {"level": "ideal: each input once", "bytes_per_fma": 4 * 3 * n**2 / n**3},
+    ])
 
 
 def figures(result: LessonResult, roof: dict) -> dict:

@@ -28,6 +28,7 @@ from .style import (
     plain_number,
     series_label,
     variant_colors,
+    with_alt,
 )
 
 SECTOR_BYTES = 32
@@ -64,9 +65,12 @@ def bandwidth_vs_size(
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_ylim(0, top * 1.12)
     ax.yaxis.set_major_formatter(FuncFormatter(plain_number))
-    return finish(
-        fig, ax, title, "Bytes moved per call (reads + writes)", "Bandwidth (GB/s)", provenance
-    )
+    finish(fig, ax, title, "Bytes moved per call (reads + writes)", "Bandwidth (GB/s)", provenance)
+    best = table.loc[table["gbps"].idxmax()]
+    return with_alt(fig, f"Bandwidth in GB/s against bytes moved per call (log scale) for "
+                    f"{table['variant'].nunique()} variants; it rises with size, the best "
+                    f"{best['gbps']:,.0f} GB/s ({best['variant']}) at {human_bytes(best['bytes'])}"
+                    + (f", beside a ceiling line at {ceiling_gbps:,.0f} GB/s." if ceiling_gbps else "."))
 
 
 def _largest_size_rows(table: pd.DataFrame, metric: str) -> pd.DataFrame:
@@ -136,7 +140,9 @@ def percent_of_ceiling(
         f"% of {label} (100% = {ceiling:,.0f} {unit})", "", provenance,
     )
     ax.grid(False, axis="y")
-    return fig
+    shares = "; ".join(f"{v}: {p:.0f}%" for v, p in zip(rows["variant"], percents, strict=True))
+    return with_alt(fig, f"Horizontal bars: each kernel's share of the {label} ({ceiling:,.0f} {unit}). "
+                    f"{shares}.")
 
 
 def _intensity_range(ridge: float, points: pd.DataFrame | None) -> tuple[float, float]:
@@ -184,24 +190,42 @@ def _draw_ridge(ax: Axes, ridge: float, peak_gflops: float) -> None:
 
 
 def _label_offsets(ax: Axes, points: pd.DataFrame) -> list[tuple[float, float, str]]:
-    """(dx, dy, ha) in points for each label: below right of its marker (left near the right
-    edge), pushed further down while it would overlap a label placed before it."""
+    """(dx, dy, ha) in points for each label, next to its own marker: below right, above left, above
+    right or below left, the first that covers no label placed before it and no other marker (left of
+    the marker near the right edge); pushed further down when all four are taken."""
     points_per_pixel = 72 / ax.figure.dpi
     right_edge = ax.transAxes.transform((0.85, 0.0))[0] * points_per_pixel
     height = STYLE["note_size"] + 2
-    placed: list[tuple[float, float, float, float]] = []  # label boxes: x0, x1, y0, y1
+    markers = [tuple(ax.transData.transform((p["intensity"], p["gflops"])) * points_per_pixel)
+               for _, p in points.iterrows()]
+    placed: list[tuple[float, float, float, float]] = [(x - 4, x + 4, y - 4, y + 4) for x, y in markers]
     offsets = []
-    for _, point in points.iterrows():
-        x, y = ax.transData.transform((point["intensity"], point["gflops"])) * points_per_pixel
+
+    (left, bottom), (right, top) = ax.transAxes.transform([(0, 0), (1, 1)]) * points_per_pixel
+
+    def free(box):
+        inside = left <= box[0] and box[1] <= right and bottom <= box[2] and box[3] <= top
+        return inside and not any(box[0] < b[1] and box[1] > b[0] and box[2] < b[3] and box[3] > b[2]
+                                  for b in placed)
+
+    for (_, point), (x, y) in zip(points.iterrows(), markers, strict=True):
         width = len(str(point["label"])) * STYLE["note_size"] * 0.55
-        ha = "right" if x > right_edge else "left"
-        dx = -5 if ha == "right" else 5
-        x0 = x + dx - (width if ha == "right" else 0)
-        dy = -9.0
-        while any(x0 < b[1] and x0 + width > b[0] and y + dy - height < b[3] and y + dy > b[2]
-                  for b in placed):
-            dy -= height
-        placed.append((x0, x0 + width, y + dy - height, y + dy))
+        near_edge = x > right_edge
+        candidates = [(-5, -6, "right"), (-5, 4 + height, "right"), (5, 4 + height, "left"), (5, -6, "left")]
+        if not near_edge:
+            candidates = [candidates[3], candidates[1], candidates[2], candidates[0]]
+        for dx, dy, ha in candidates:
+            x0 = x + dx - (width if ha == "right" else 0)
+            box = (x0, x0 + width, y + dy - height, y + dy)
+            if free(box):
+                break
+        else:
+            dx, dy, ha = candidates[0]
+            x0 = x + dx - (width if ha == "right" else 0)
+            while not free((x0, x0 + width, y + dy - height, y + dy)):
+                dy -= height
+            box = (x0, x0 + width, y + dy - height, y + dy)
+        placed.append(box)
         offsets.append((dx, dy, ha))
     return offsets
 
@@ -268,8 +292,12 @@ def roofline(
         axis.set_major_locator(LogLocator(base=10))
         axis.set_major_formatter(FuncFormatter(plain_number))
         axis.set_minor_formatter(NullFormatter())
-    return finish(fig, ax, title, "Arithmetic intensity (FLOP/byte)", "Performance (GFLOP/s)",
-                   provenance, legend_loc="lower right")
+    finish(fig, ax, title, "Arithmetic intensity (FLOP/byte)", "Performance (GFLOP/s)", provenance,
+           legend_loc="lower right")
+    described = f" with {len(points)} measured kernels as points" if has_points else ""
+    return with_alt(fig, f"Log-log roofline: a slanted bandwidth roof at {bandwidth_gbps:,.0f} GB/s meets a "
+                    f"flat compute roof at {peak_gflops:,.0f} GFLOP/s at the ridge point, "
+                    f"{peak_gflops / bandwidth_gbps:.1f} FLOP/byte{described}.")
 
 
 def _line_positions(lines: np.ndarray) -> dict[int, float]:
@@ -366,4 +394,7 @@ def global_sectors(
               frameon=False)
     if provenance:
         add_caption(fig, provenance)
-    return fig
+    return with_alt(fig, f"One warp's request drawn lane by lane: the bytes each lane uses inside the "
+                    f"32-byte sectors and 128-byte lines it touches; {attrs['sectors']} sectors per request "
+                    f"against an ideal {attrs['ideal_sectors']}, {attrs['useful_bytes'] / moved:.0%} of the "
+                    "moved bytes used.")
