@@ -477,5 +477,5 @@ def test_a_16_byte_shared_load_read_by_lane_pairs_takes_half_warps():
     strided_pairs = np.array([(lane // 4 * 2 + lane % 2) * 16 for lane in range(32)])  # l and l^2
     assert tuple(int(v[0]) for v in wavefronts(strided_pairs)) == (2, 2)
     almost = pairs.copy()
-    almost[31] += 16 * 32  # one lane breaks the pairs: quarter-warps again
+    almost[31] = 16 * 16  # one lane breaks the pairs (to banks no other lane of its phase uses)
     assert int(wavefronts(almost)[0][0]) == 4
