@@ -103,7 +103,7 @@ def test_one_clock_per_wavefront():
 
 def test_recorded_traffic_is_ncus_count_and_the_tracers():  # the tracer's: test_wavefronts_per_tile
     recorded = lesson.recorded_traffic(recording()).set_index("variant")
-    assert set(recorded.index) == set(lesson.TRANSPOSE_VARIANTS) - {"naive"}  # until the next recording
+    assert set(recorded.index) == set(WAVEFRONTS_PER_TILE)  # every tiled transpose, ncu's count
     for variant, row in recorded.iterrows():
         assert row["wavefronts_per_tile"] == WAVEFRONTS_PER_TILE[variant], variant
 
@@ -160,8 +160,8 @@ def test_step_effects_pair_variants_that_differ_in_one_thing():
 
 def test_recorded_traffic_prefers_the_runs_own_tracer_counts(monkeypatch, tmp_path):
     """A run's 'traced wavefronts per tile' section, written and read back, is what the model reads."""
-    monkeypatch.setattr(lesson, "traced_transposes", lambda shape, variants: traffic().loc[
-        ["tile32_vec4"]].reset_index())
+    rows = traffic().loc[["tile32_vec4"]].reset_index()  # traced before the tracer is replaced
+    monkeypatch.setattr(lesson, "traced_transposes", lambda shape, variants: rows)
     run = runner.Run(lesson.NAME)
     lesson._traffic(run)
     recorded = recording()
@@ -260,7 +260,8 @@ def test_transpose_summary_is_same_run_fractions(table):
 
 def test_figures_of_the_recording_have_alt_text():
     figs = lesson.figures(recording(), {"bandwidth_gbps": 4000.0})
-    assert set(figs) == {"transpose_8192", "transpose_shapes", "read_cost", "cost_model", "tile_banks"}
+    assert set(figs) == {"transpose_8192", "transpose_shapes", "read_cost", "cost_model", "tile_banks",
+                         "padded_tile_controls", "tile_steps"}
     assert all(plots.style.alt_text(fig) for fig in figs.values())
 
 
