@@ -227,15 +227,19 @@ def occupancy_staircase(steps: pd.DataFrame, kernels: pd.DataFrame | None = None
     ax.plot(steps["registers"], steps["warps_per_sm"], drawstyle="steps-post", color=PALETTE[0],
             linewidth=STYLE["line_width"], label=f"blocks of {block} threads (calculator)")
     if kernels is not None and len(kernels):
-        groups = kernels.groupby(["registers", "warps_per_sm"], sort=True)
-        for i, ((registers, warps), group) in enumerate(groups):
-            spills = bool((group["local_bytes"] > 0).any())
-            ax.scatter([registers], [warps], color=PALETTE[1] if spills else PALETTE[2], s=36, zorder=3,
-                       edgecolors="white", linewidths=0.6)
-            names = ", ".join(name.split()[-1] for name in group["kernel"])
-            ax.annotate(names, xy=(registers, warps), xytext=(3, 5 + 9 * (i % 2)),
-                        textcoords="offset points", fontsize=STYLE["note_size"] - 1, rotation=35, ha="left",
-                        va="bottom")
+        labels: list[list] = []  # [registers, warps, names]: kernels within 8 registers on one step share one
+        for row in kernels.sort_values("registers").itertuples():
+            spills = row.local_bytes > 0
+            ax.scatter([row.registers], [row.warps_per_sm], color=PALETTE[1] if spills else PALETTE[2], s=36,
+                       zorder=3, edgecolors="white", linewidths=0.6)
+            name = row.kernel.split()[-1]
+            if labels and labels[-1][1] == row.warps_per_sm and row.registers - labels[-1][0] <= 8:
+                labels[-1][2].append(name)
+            else:
+                labels.append([row.registers, row.warps_per_sm, [name]])
+        for registers, warps, names in labels:
+            ax.annotate(", ".join(names), xy=(registers, warps), xytext=(3, 6), textcoords="offset points",
+                        fontsize=STYLE["note_size"] - 1, rotation=35, ha="left", va="bottom")
         ax.scatter([], [], color=PALETTE[2], s=36, label="a 16-byte copy (uN: N float4 per thread)")
         ax.scatter([], [], color=PALETTE[1], s=36, label="... that spills to local memory")
     ax.set_xlim(0, int(steps["registers"].max()) + 1)
