@@ -13,7 +13,7 @@ SOLUTIONS = [
     (ex.check_predict_bandwidth, ex.solution_predict_bandwidth),
     (ex.check_occupancy_by_hand, ex.solution_occupancy_by_hand),
     (ex.check_copy2_kernel, ex.solution_copy2_kernel),
-    (ex.check_chains_for_peak, ex.solution_chains_for_peak),
+    (ex.check_chains_for_peak, (ex.solution_chains_for_peak, ex.solution_chains_measured)),
 ]
 
 
@@ -23,6 +23,10 @@ def _no_writes(warps, loads, width, latency_ns, sms, ceiling):  # a copy writes 
 
 def _no_ceiling(warps, loads, width, latency_ns, sms, ceiling):  # no memory system delivers past its ceiling
     return 2 * warps * 32 * loads * width * sms / latency_ns
+
+
+def _no_lanes(warps, loads, width, latency_ns, sms, ceiling):  # a warp's load counted once, not 32 lanes
+    return min(ceiling, 2 * warps * loads * width * sms / latency_ns)
 
 
 @cuda.jit
@@ -50,18 +54,40 @@ def _copy2_neighbours(x, out):  # elements i and i + 1 of the thread's pair: lan
         out[i0] = x[i0]
 
 
+def _predicted_column(points, warps, share):  # the model's share read instead of the measured one
+    rows = points[(points["warps_per_sm"] == warps) & (points["predicted_fraction"] >= share)]
+    return int(rows["chains"].min()) if len(rows) else None
+
+
+def _any_residency(points, warps, share):  # the fewest chains that reached the share at any residency
+    rows = points[points["fraction_of_peak"] >= share]
+    return int(rows["chains"].min()) if len(rows) else None
+
+
 WRONG_ANSWERS = [
     (ex.check_predict_bandwidth, _no_writes),
     (ex.check_predict_bandwidth, _no_ceiling),
-    # the thread limit only (2048 / 256 = 8 blocks), for both
-    (ex.check_occupancy_by_hand, lambda: {case: (8, "warps") for case in ex.OCCUPANCY_CASES}),
+    (ex.check_predict_bandwidth, _no_lanes),
+    # 65,536 registers / (registers x threads), no allocation unit; 228 KiB / 45 KiB, no reservation
+    (ex.check_occupancy_by_hand, lambda: {"128 threads, 33 registers": (15, "registers"),
+                                          "256 threads, 32 registers, 45 KiB shared": (5, "shared memory")}),
+    # the thread limit only (2048 / threads), for both
+    (ex.check_occupancy_by_hand, lambda: {"128 threads, 33 registers": (16, "threads"),
+                                          "256 threads, 32 registers, 45 KiB shared": (8, "threads")}),
     # right block counts, but shared memory named for the register-limited kernel
-    (ex.check_occupancy_by_hand, lambda: {"256 threads, 72 registers": (3, "shared memory"),
-                                          "256 threads, 32 registers, 40 KiB shared": (5, "shared memory")}),
+    (ex.check_occupancy_by_hand, lambda: {"128 threads, 33 registers": (12, "shared memory"),
+                                          "256 threads, 32 registers, 45 KiB shared": (4, "shared memory")}),
     (ex.check_copy2_kernel, _copy2_store_between),
     (ex.check_copy2_kernel, _copy2_neighbours),
-    (ex.check_chains_for_peak, lambda latency, warps: math.ceil(latency)),  # one warp per scheduler assumed
-    (ex.check_chains_for_peak, lambda latency, warps: math.ceil(latency / warps)),  # 4 schedulers forgotten
+    # the model: one warp per scheduler assumed; the 4 schedulers forgotten
+    (ex.check_chains_for_peak, (lambda latency, warps: math.ceil(latency), ex.solution_chains_measured)),
+    (ex.check_chains_for_peak, (lambda latency, warps: math.ceil(latency / warps),
+                                ex.solution_chains_measured)),
+    # the measurement: the model's answer again; the model's column read; every residency at once
+    (ex.check_chains_for_peak, (ex.solution_chains_for_peak,
+                                lambda points, warps, share: ex.solution_chains_for_peak(4.1, warps))),
+    (ex.check_chains_for_peak, (ex.solution_chains_for_peak, _predicted_column)),
+    (ex.check_chains_for_peak, (ex.solution_chains_for_peak, _any_residency)),
 ]
 
 (test_notebook_has_one_cell_per_exercise, test_skeleton_fails, test_solution_passes,

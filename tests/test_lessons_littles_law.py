@@ -88,6 +88,44 @@ def test_low_occupancy_copies_judge_the_target_on_the_rows():
     assert lesson.low_occupancy_copies(made_up(rows)).empty  # no CuPy row: nothing to judge against
 
 
+def test_variants_in_words():
+    assert lesson.describe_copy("copy w16 u32") == "one-shot, 32 float4 per thread"
+    assert lesson.describe_copy("copy w4 u1") == "one-shot, 1 float per thread"
+    assert lesson.describe_copy("copy_persistent w16 u4") == "grid-stride, 4 float4 per thread"
+    assert lesson.describe_copy("copy_queue w16 u16 r2 maxreg128") == \
+        "warp queue, 16 float4 per lane, 2 chunks per claim, capped at 128 registers"
+    assert lesson.describe_copy("copy_queue w16 u8 r4", short=True) == \
+        "warp queue, 8 float4/lane, 4 chunks/claim"
+    assert lesson.describe_copy("copy w16 u32 maxreg64", short=True) == \
+        "one-shot, 32 float4/thread, <= 64 registers"
+
+
+def test_bytes_needed_is_littles_law_turned_around():
+    # 4,000 GB/s of copy = 2,000 GB/s of reads = 2,000 bytes per ns; x 500 ns = 1 MB on the chip, over 10 SMs
+    assert lesson.bytes_needed_per_sm(4000.0, 500.0, 10) == pytest.approx(100_000.0)
+    needed = lesson.bytes_needed_per_sm(3000.0, 420.0, 132)
+    assert lesson.k.littles_law_gbps(needed, 420.0, 132, 1e9) == pytest.approx(3000.0)
+
+
+def test_ilp_timeline_keeps_loads_in_flight_together():
+    one, four = lesson.ilp_timeline(1, 4, 100.0, 2.0), lesson.ilp_timeline(4, 4, 100.0, 2.0)
+    # one at a time: each group = issue, 100 ns, one store, one issue slot before the next group
+    assert list(one["issue_ns"]) == [0.0, 104.0, 208.0, 312.0] and one.attrs["done_ns"] == 414.0
+    # four at a time: issued 2 ns apart, stored after the last arrives
+    assert list(four["issue_ns"]) == [0.0, 2.0, 4.0, 6.0]
+    assert list(four["store_ns"]) == [108.0, 110.0, 112.0, 114.0]
+    assert four.attrs["done_ns"] == 114.0
+    assert list(lesson.loads_in_flight(four, [1.0, 5.0, 50.0, 101.0, 106.0])) == [1, 3, 4, 3, 0]
+    assert list(lesson.loads_in_flight(one, [50.0, 102.0, 150.0])) == [1, 0, 1]
+    # Little's Law: the average in flight is the loads' total wait over the time taken
+    assert four.attrs["average_in_flight"] == pytest.approx(400 / 114)
+    assert one.attrs["average_in_flight"] == pytest.approx(400 / 414)
+    two = lesson.ilp_timeline(2, 3, 100.0, 1.0)  # 3 elements, 2 at a time: groups of 2 and 1
+    assert list(two["group"]) == [0, 0, 1]
+    with pytest.raises(ValueError):
+        lesson.ilp_timeline(0)
+
+
 def test_claim_model_recovers_its_terms():
     # ns per chunk = 2 / r + 0.5 x u
     shapes = [(2, 1), (4, 1), (8, 1), (8, 2), (8, 4)]
@@ -342,10 +380,52 @@ def test_the_copy_probe_and_the_claim_model(recording):
     assert set(held["variant"]) == set(lesson.QUEUE_VARIANTS)
 
 
+def test_implied_latencies_mark_the_knee(recording):
+    points = lesson.implied_latencies(recording)
+    knee = points.attrs["knee_bytes_per_sm"]  # 4,288 GB/s at 586 ns on 132 SMs: 9.3 KiB per SM
+    assert 9 * 1024 < knee < 10 * 1024
+    assert (points["past_knee"] == (points["bytes_in_flight_per_sm"] > knee)).all()
+    before = points[~points["past_knee"]]
+    assert before["implied_latency_ns"].between(500, 1100).all()  # a latency, under load
+    assert points.loc[points["past_knee"], "implied_latency_ns"].max() > 10_000  # not a latency: SM queues
+    assert points["load"].max() == pytest.approx(1.0)
+
+
+def test_occupancy_rule_against_the_recording(recording):
+    rule = lesson.occupancy_rule(recording).set_index("warps_per_sm")
+    assert list(rule.index) == [2, 4, 8, 16, 24, 32, 48, 64]
+    assert rule.loc[8, "occupancy"] == 0.125
+    # the notes' rule (memory-bound kernels need >= 50% occupancy) against the H200: 12.5% is enough ...
+    assert rule.loc[8, "best_of_copyto"] == pytest.approx(0.978, abs=5e-4)
+    assert rule.loc[8, "best_of_copyto"] >= rule.loc[32, "best_of_copyto"] - 1e-9
+    # ... for a copy with enough bytes in flight per thread; one float per thread is short even at 100%
+    assert rule.loc[64, "simple_of_copyto"] == pytest.approx(0.649, abs=5e-4)
+    assert np.isnan(rule.loc[24, "simple_of_copyto"])
+    assert rule.attrs["max_warps_per_sm"] == 64
+
+
+def test_ncu_cases_labelled_with_the_residency_they_got(recording):
+    states = lesson.warp_states(recording).set_index("case")
+    u24 = states.loc["copy w16 u24, block 256, 8 blocks/SM"]  # asked 8 blocks; registers allow 2
+    assert (u24["theoretical_warps_per_sm"], u24["limiter"]) == (16, "registers")
+    assert u24["label"] == "copy, 24 float4 per thread: 16 warps/SM (registers)"
+    u4 = states.loc["copy w16 u4, block 256, 2 blocks/SM"]
+    assert (u4["theoretical_warps_per_sm"], u4["limiter"]) == (16, "shared memory")
+    # achieved occupancy: 13% and 23% under the 16 warps the launches allow
+    assert u24["resident_warps_per_sm"] == pytest.approx(13.85)
+    assert u4["resident_warps_per_sm"] == pytest.approx(12.32)
+    fma = states.loc["fma c1, 32 warps/SM"]
+    assert (fma["theoretical_warps_per_sm"], fma["limiter"]) == (32, "grid")
+    assert fma["label"] == "FMA, 1 chain per thread: 32 warps/SM"
+    caption = lesson.ncu_provenance(recording)
+    assert caption == "Nsight Compute on NVIDIA H200, recorded 2026-12-01"  # no revision in a caption
+
+
 def test_figures_draw_from_the_recording(recording, tmp_path):
     figs = lesson.figures(recording, {})
-    assert set(figs) == {"littles_law_memory", "littles_law_fma", "register_pressure", "occupancy_staircase",
-                         "low_occupancy_copies", "warp_states"}
+    assert set(figs) == {"ilp_timeline", "littles_law_memory", "implied_latency", "littles_law_fma",
+                         "register_pressure", "occupancy_staircase", "occupancy_rule", "low_occupancy_copies",
+                         "warp_states"}
     for name, fig in figs.items():
         assert len(getattr(fig, "alt_text", "") or "") > 80, name
         assert plots.save(fig, tmp_path / f"{name}.png").stat().st_size > 10_000, name
@@ -353,7 +433,8 @@ def test_figures_draw_from_the_recording(recording, tmp_path):
 
 def test_figures_of_a_result_without_evidence(recording):
     bare = LessonResult(lesson.NAME, recording.table, recording.meta)  # a live run's before --ncu, say
-    assert set(lesson.figures(bare, {})) == {"littles_law_memory", "littles_law_fma", "low_occupancy_copies"}
+    assert set(lesson.figures(bare, {})) == {"ilp_timeline", "littles_law_memory", "implied_latency",
+                                             "littles_law_fma", "low_occupancy_copies"}
 
 
 

@@ -3,12 +3,14 @@
 1. Predict a copy's bandwidth from its bytes in flight with Little's Law, checked against the
    formula, then used with the latency the lightest recorded copies imply to predict a heavier one,
    checked against the bandwidth recorded on the GPU for that launch shape.
-2. Occupancy by hand: blocks per SM and the limiting resource for two kernels, checked against the
-   occupancy calculator (which agrees with the driver: see the lesson).
+2. Occupancy by hand: blocks per SM and the limiting resource for two kernels whose answers hinge on the
+   register allocation unit and the shared-memory reservation, checked against the occupancy calculator
+   (which agrees with the driver: see the deep dive).
 3. Two loads in flight per thread: finish the notes' unrolled copy, checked against NumPy and the
    simulator's traffic counter (two load instructions per thread, both before the stores, each a
    warp's 32 consecutive floats).
-4. How many independent FMA chains reach the peak at 8 warps per SM, from the recorded FMA latency.
+4. How many independent FMA chains reach the peak at 8 warps per SM: the model's answer from the
+   recorded FMA latency, and the measured answer read from the recording (90% of the peak).
 """
 
 from __future__ import annotations
@@ -84,9 +86,11 @@ def solution_predict_bandwidth(warps_per_sm, loads_per_thread, bytes_per_load, l
 # ----------------------------------------------------------------------------- exercise 2
 
 OCCUPANCY_CASES = {  # name: (threads per block, registers per thread, shared bytes per block)
-    "256 threads, 72 registers": (256, 72, 0),
-    "256 threads, 32 registers, 40 KiB shared": (256, 32, 40 * 1024),
+    "128 threads, 33 registers": (128, 33, 0),
+    "256 threads, 32 registers, 45 KiB shared": (256, 32, 45 * 1024),
 }
+OCCUPANCY_HINT = ("registers are allocated per warp in units of 256, and each of the SM's 4 sub-partitions "
+                  "holds whole warps of its 16,384; shared memory adds a 1 KiB reservation per block")
 
 
 def check_occupancy_by_hand(answer) -> object:
@@ -107,7 +111,8 @@ def check_occupancy_by_hand(answer) -> object:
             elif str(limiter) != expected.limiter:
                 wrong.append(f"{case}: {blocks} blocks is right, but {limiter!r} is not what limits it")
         if wrong:
-            return report(name, False, "; ".join(wrong) + " (limiters: " + ", ".join(occ.LIMITERS) + ")")
+            return report(name, False, "; ".join(wrong) + f" ({OCCUPANCY_HINT}; limiters: "
+                          + ", ".join(occ.LIMITERS) + ")")
         return report(name, True, "; ".join(f"{case}: {lesson.calculated_occupancy(*shape, occ.sm_limits())}"
                                             for case, shape in OCCUPANCY_CASES.items()))
 
@@ -115,10 +120,11 @@ def check_occupancy_by_hand(answer) -> object:
 
 
 def solution_occupancy_by_hand() -> dict:
-    # 72 x 32 = 2304 registers per warp (a multiple of 256); 16,384 per sub-partition hold 7 warps:
-    # 28 warps per SM, 3 blocks of 8 warps. 40 KiB + 1 KiB reserved = 41 KiB; 228 KiB / 41 KiB = 5.
-    return {"256 threads, 72 registers": (3, "registers"),
-            "256 threads, 32 registers, 40 KiB shared": (5, "shared memory")}
+    # 33 x 32 = 1,056 registers per warp, allocated as 1,280 (units of 256): 16,384 / 1,280 = 12 warps per
+    # sub-partition, 48 per SM, 12 blocks of 4 warps (65,536 / (33 x 128) would say 15).
+    # 45 KiB + 1 KiB reserved = 47,104 bytes; 233,472 / 47,104 = 4.96: 4 blocks (without the reservation, 5).
+    return {"128 threads, 33 registers": (12, "registers"),
+            "256 threads, 32 registers, 45 KiB shared": (4, "shared memory")}
 
 
 # ----------------------------------------------------------------------------- exercise 3
@@ -196,31 +202,46 @@ def stores_before_last_load(accesses) -> int:
 # ----------------------------------------------------------------------------- exercise 4
 
 FMA_WARPS = 8
+FMA_SHARE = 0.9  # "reaches the peak", measured: at least this share of the theoretical FP32 peak
+# (warps per SM, share of the peak) -> the measured question asked of the learner's reader, beside FMA_WARPS
+MEASURED_CASES = ((FMA_WARPS, FMA_SHARE), (32, 0.9), (4, 0.85), (8, 0.95), (16, 0.7), (1, 0.5))
 
 
-def check_chains_for_peak(answer, result: LessonResult | None = None) -> object:
-    """``answer(latency_cycles, warps_per_sm)`` returns the fewest independent FMA chains per thread
-    that keep all 4 schedulers issuing every cycle (the model of the lesson); then placed on the FMA
-    latency and rates of ``result`` (default: the reference recording)."""
-    name = "exercise 4 (chains for the FMA peak)"
+def check_chains_for_peak(model, measured, result: LessonResult | None = None) -> object:
+    """``model(latency_cycles, warps_per_sm)`` returns the fewest independent FMA chains per thread that
+    keep all 4 schedulers issuing every cycle (the lesson's model); ``measured(points, warps_per_sm,
+    share)`` reads the fewest chains that reached ``share`` of the FP32 peak at ``warps_per_sm`` from
+    ``lesson.fma_points`` rows (None if none did). Both are checked, then set side by side at 8 warps/SM
+    on ``result`` (default: the reference recording)."""
+    name = "exercise 4 (chains for the FMA peak: model and measurement)"
 
     def attempt():
         for latency in (4.0, 4.5, 6.0, 10.0, 24.0):
             for warps in (4, 8, 16, 32):
                 expected = math.ceil(latency * 4 / warps - 1e-9)
-                got = answer(latency, warps)
+                got = model(latency, warps)
                 if got != expected:
-                    return report(name, False, f"answer({latency}, {warps}) = {got}; each scheduler has "
-                                  f"{warps // 4} warp(s) and needs {latency:g} FMAs in flight")
+                    return report(name, False, f"model({latency}, {warps}) = {got}; each of the 4 schedulers "
+                                  f"has {warps // 4} warp(s) and needs {latency:g} independent FMAs in "
+                                  "flight (a whole number of chains)")
         data = result or read_result(lesson.NAME)
-        cycles = lesson.latency(data, "FMA", unit="cycles")
-        chains = answer(cycles, FMA_WARPS)
         points = lesson.fma_points(data)
-        measured = points[(points["warps_per_sm"] == FMA_WARPS)].set_index("chains")["fraction_of_peak"]
-        near = measured.index[np.argmin(np.abs(measured.index - chains))]
+        for warps, share in MEASURED_CASES:
+            expected = solution_chains_measured(points, warps, share)
+            got = measured(points, warps, share)
+            if got != expected:
+                return report(name, False, f"measured(points, {warps}, {share}) = {got}: read the rows at "
+                              f"warps_per_sm == {warps} whose measured fraction_of_peak (not the model's "
+                              f"predicted_fraction) is at least {share}, and take the fewest chains (None if "
+                              "no row reaches it)")
+        cycles = lesson.latency(data, "FMA", unit="cycles")
+        predicted, needed = model(cycles, FMA_WARPS), measured(points, FMA_WARPS, FMA_SHARE)
+        at8 = points[points["warps_per_sm"] == FMA_WARPS].set_index("chains")["fraction_of_peak"]
+        said = f"{at8[predicted]:.3f}" if predicted in at8.index else "not measured"
         return report(name, True, f"at the recorded FMA latency of {cycles:.2f} cycles the model needs "
-                      f"{chains} chains at {FMA_WARPS} warps/SM; the H200 measured {measured[near]:.0%} of "
-                      f"the peak with {near} (section 3 says why the model is optimistic there)")
+                      f"{predicted} chains at {FMA_WARPS} warps/SM, where the GPU measured {said} of the "
+                      f"peak; it reached {FMA_SHARE:.0%} with {needed} ({at8[needed]:.3f}; "
+                      f"{data.provenance})")
 
     return guarded(name, attempt)
 
@@ -228,3 +249,8 @@ def check_chains_for_peak(answer, result: LessonResult | None = None) -> object:
 def solution_chains_for_peak(latency_cycles, warps_per_sm):
     warps_per_scheduler = warps_per_sm / 4
     return math.ceil(latency_cycles / warps_per_scheduler - 1e-9)
+
+
+def solution_chains_measured(points, warps_per_sm, share):
+    rows = points[(points["warps_per_sm"] == warps_per_sm) & (points["fraction_of_peak"] >= share)]
+    return int(rows["chains"].min()) if len(rows) else None

@@ -28,7 +28,6 @@ from ..device import device_info
 from ..kernels import littles_law as k
 from ..kernels.util import poison, queue_counters
 from ..plots import littles_law as plots
-from ..plots import with_alt
 from ..results import LessonResult, ProbeData, RecordingError, read_result
 from ..scoreboard import Comparison
 from .runner import Run, Section, check_row, cupy_or_none
@@ -94,6 +93,22 @@ def parse_variant(variant: str) -> dict:
         key, value = re.fullmatch(r"([a-z]+)(\d+)", text).groups()
         facts[names.get(key, key)] = int(value)
     return facts
+
+
+def describe_copy(variant: str, short: bool = False) -> str:
+    """A copy's variant name in words: 'copy w16 u32' -> 'one-shot, 32 float4 per thread';
+    'copy_queue w16 u16 r2 maxreg128' -> 'warp queue, 16 float4 per lane, 2 chunks per claim, capped at
+    128 registers' (short: 'warp queue, 16 float4/lane, 2 chunks/claim, <= 128 registers')."""
+    f = parse_variant(variant)
+    kind = COPY_KINDS.get(f["kind"], f["kind"])
+    unit = {4: "float", 8: "double", 16: "float4"}.get(f.get("width"), f"{f.get('width')}-byte load")
+    per = "lane" if f["kind"] == "copy_queue" else "thread"
+    words = f"{kind}, {f['unroll']} {unit}{'/' if short else ' per '}{per}"
+    if f.get("chunks_per_claim", 1) > 1:
+        words += f", {f['chunks_per_claim']} chunks{'/' if short else ' per '}claim"
+    if f.get("max_registers"):
+        words += f", {'<=' if short else 'capped at'} {f['max_registers']} registers"
+    return words
 
 
 COPY_VARIANTS = [copy_variant(w, u) for w in WIDTHS for u in UNROLLS]
@@ -562,6 +577,85 @@ def best_low_occupancy(result: LessonResult, warps: int = LOW_OCCUPANCY_WARPS) -
     return copies.groupby("kind", sort=False).head(1).reset_index(drop=True)
 
 
+def bytes_needed_per_sm(gbps: float, latency_ns: float, sms: int) -> float:
+    """Little's Law turned around: the read bytes each SM must keep in flight for a copy to move
+    ``gbps`` (reads + writes; half of it reads) at a latency of ``latency_ns``."""
+    return gbps / 2 * latency_ns / sms  # GB/s x ns = bytes
+
+
+def implied_latencies(result: LessonResult) -> pd.DataFrame:
+    """The sweep's copies (sweep_points) as load against latency: load = GB/s / ceiling, and
+    past_knee where the bytes in flight exceed what the ceiling needs at the light-load latency
+    (bytes_needed_per_sm). Past the knee the implied latency is not a memory latency: the count of
+    bytes in flight is what the kernel's threads ask for, and what the memory cannot take yet waits
+    in the SM. attrs: those of memory_points, and knee_bytes_per_sm."""
+    points = sweep_points(result)
+    attrs = points.attrs
+    knee = bytes_needed_per_sm(attrs["ceiling_gbps"], attrs["light_load_latency_ns"], attrs["sms"])
+    points = points.assign(load=points["gbps"] / attrs["ceiling_gbps"],
+                           past_knee=points["bytes_in_flight_per_sm"] > knee)
+    points.attrs.update(attrs, knee_bytes_per_sm=knee)
+    return points
+
+
+def occupancy_rule(result: LessonResult, simple: str = "copy w4 u1") -> pd.DataFrame:
+    """Copies against resident warps per SM, as a share of cupy.copyto: at each residency the run
+    has, the best copy of any kind (one-shot, grid-stride, warp queue; any width) and ``simple`` (one
+    4-byte load per thread). Columns: warps_per_sm, occupancy (of the SM's warp slots), best_variant,
+    best_gbps, best_of_copyto, simple_gbps, simple_of_copyto (NaN where the run has no such row).
+    attrs: copyto_gbps, max_warps_per_sm, simple."""
+    table, copyto = result.table, cupy_copy_gbps(result)
+    most = sm_limits(result).max_warps_per_sm
+    copies = table[table["variant"].str.split().str[0].isin(COPY_KINDS)]
+    rows = []
+    for warps, group in copies.groupby("param"):
+        best = group.loc[group["gbps"].idxmax()]
+        mine = group.loc[group["variant"] == simple, "gbps"]
+        simple_gbps = float(mine.iloc[0]) if len(mine) else np.nan
+        rows.append({"warps_per_sm": int(warps), "occupancy": warps / most, "best_variant": best["variant"],
+                     "best_gbps": float(best["gbps"]), "best_of_copyto": float(best["gbps"]) / copyto,
+                     "simple_gbps": simple_gbps, "simple_of_copyto": simple_gbps / copyto})
+    if not rows:
+        raise RecordingError(f"{result.source}: no copy rows")
+    frame = pd.DataFrame(rows).sort_values("warps_per_sm").reset_index(drop=True)
+    frame.attrs.update(copyto_gbps=copyto, max_warps_per_sm=most, simple=simple)
+    return frame
+
+
+def ilp_timeline(loads_in_flight: int, elements: int = 4, latency_ns: float = 341.0,
+                 issue_ns: float = 2.0) -> pd.DataFrame:
+    """The lesson's model of one thread copying ``elements`` elements with ``loads_in_flight``
+    independent loads at a time (a concept picture, no GPU): a group's loads issue ``issue_ns`` apart;
+    each one's data is ready ``latency_ns`` after it issued; the group's stores issue one per
+    ``issue_ns`` after its last load is ready, and the next group's loads follow the stores.
+    Rows: element, group, issue_ns, ready_ns, store_ns. attrs: done_ns (the last store), loads_in_flight,
+    average_in_flight (Little's Law's 'in flight': the loads' waiting time summed, over done_ns)."""
+    if loads_in_flight < 1 or elements < 1:
+        raise ValueError("loads_in_flight and elements must be at least 1")
+    rows, start = [], 0.0
+    for group, first in enumerate(range(0, elements, loads_in_flight)):
+        members = range(first, min(elements, first + loads_in_flight))
+        issued = [start + issue_ns * j for j, _ in enumerate(members)]
+        ready = [t + latency_ns for t in issued]
+        stores = [ready[-1] + issue_ns * (j + 1) for j, _ in enumerate(members)]
+        rows += [{"element": e, "group": group, "issue_ns": i, "ready_ns": r, "store_ns": st}
+                 for e, i, r, st in zip(members, issued, ready, stores, strict=True)]
+        start = stores[-1] + issue_ns
+    timeline = pd.DataFrame(rows)
+    done = float(timeline["store_ns"].max())
+    waiting = float((timeline["ready_ns"] - timeline["issue_ns"]).sum())
+    timeline.attrs.update(done_ns=done, loads_in_flight=loads_in_flight, average_in_flight=waiting / done)
+    return timeline
+
+
+def loads_in_flight(timeline: pd.DataFrame, times) -> np.ndarray:
+    """How many of a timeline's loads are in flight (issued, data not yet ready) at each time."""
+    t = np.asarray(times, dtype=float)[:, None]
+    issued = timeline["issue_ns"].to_numpy()[None, :]
+    ready = timeline["ready_ns"].to_numpy()[None, :]
+    return ((issued <= t) & (t < ready)).sum(axis=1)
+
+
 def claim_costs(rows: pd.DataFrame, ceiling_gbps: float, fit: pd.DataFrame | None = None) -> pd.DataFrame:
     """Warp-queue copies as the chip's time per chunk, beside a two-term model of it.
 
@@ -798,9 +892,46 @@ def ncu_counters(result: LessonResult) -> pd.DataFrame:
     return counters.pivot(index="metric", columns="case", values="value")
 
 
+NCU_LIMITS = {"registers": "launch__occupancy_limit_registers",
+              "shared memory": "launch__occupancy_limit_shared_mem",
+              "warps": "launch__occupancy_limit_warps", "blocks": "launch__occupancy_limit_blocks"}
+
+
+def ncu_residency(result: LessonResult, case: str) -> dict:
+    """The residency Nsight Compute reports for a profiled case: blocks per SM (the least of its
+    occupancy limits, or of the grid's blocks per SM when the grid is smaller), warps per SM, and what
+    limits it ('registers', 'shared memory', 'warps', 'blocks' or 'grid'). The case's name says how
+    many blocks the launch asked for; this is what it got."""
+    value = result.evidence.ncu_value
+    by = {name: value(case, metric) for name, metric in NCU_LIMITS.items()}
+    limiter = min(by, key=by.get)
+    grid = value(case, "launch__grid_size") / int(result.meta["sms"])
+    blocks = by[limiter]
+    if grid < blocks:
+        blocks, limiter = grid, "grid"
+    warps = blocks * -(-value(case, "launch__block_size") // 32)
+    return {"blocks_per_sm": blocks, "warps_per_sm": warps, "limiter": limiter}
+
+
+def ncu_case_label(result: LessonResult, case: str) -> str:
+    """A profiled case in words, with the residency it got: 'copy, 24 float4 per thread: 16 warps/SM
+    (registers)'; 'FMA, 8 chains per thread: 8 warps/SM'."""
+    kernel_variant = case.split(",")[0]
+    got = ncu_residency(result, case)
+    f = parse_variant(kernel_variant)
+    if f["kind"] == "fma":
+        what = f"FMA, {f['chains']} chain{'s' if f['chains'] > 1 else ''} per thread"
+    else:
+        what = describe_copy(kernel_variant).replace("one-shot", "copy")
+    limit = "" if got["limiter"] == "grid" else f" ({got['limiter']})"
+    return f"{what}: {got['warps_per_sm']:g} warps/SM{limit}"
+
+
 def warp_states(result: LessonResult) -> pd.DataFrame:
     """Per profiled case, what one warp scheduler's resident warps were doing, in warps per cycle.
 
+    label: the case in words with the residency it got (ncu_case_label); theoretical_warps_per_sm and
+    limiter: ncu_residency. resident_warps_per_sm: warps actually active per cycle (achieved occupancy).
     resident_per_scheduler: the SM's active warps per cycle / 4 schedulers. issuing: the share of
     cycles the scheduler issued (one warp each). eligible_per_scheduler: warps ready to issue,
     issuing x (1 + not_selected): a cycle that issues has the selected warp plus those eligible but
@@ -817,7 +948,10 @@ def warp_states(result: LessonResult) -> pd.DataFrame:
         stalls = {name.removeprefix(STALL_PREFIX).removesuffix(STALL_SUFFIX): value * issuing
                   for name, value in metrics.items() if name.startswith(STALL_PREFIX)}
         resident = result.evidence.ncu_value(case, RESIDENT) / 4
-        row = {"case": case, "kernel": result.evidence.ncu_case(case)["kernel"],
+        got = ncu_residency(result, case)
+        row = {"case": case, "label": ncu_case_label(result, case),
+               "kernel": result.evidence.ncu_case(case)["kernel"],
+               "theoretical_warps_per_sm": got["warps_per_sm"], "limiter": got["limiter"],
                "resident_warps_per_sm": 4 * resident, "resident_per_scheduler": resident, "issuing": issuing,
                "eligible_per_scheduler": issuing + stalls.get("not_selected", 0.0),
                "eligible_measured": metrics.get(ELIGIBLE, np.nan)}
@@ -835,73 +969,47 @@ def warp_states(result: LessonResult) -> pd.DataFrame:
 
 
 def figures(result: LessonResult, roof: dict) -> dict:
-    """The lesson's figures from a result (live or recorded). ``roof`` is not used: the lesson's
-    ceiling is the best copy of its own run. Figures whose evidence the result lacks are left out."""
+    """The lesson's figures from a result (live or recorded), each with its alt text. ``roof`` is not
+    used: the lesson's ceiling is the best copy of its own run. Figures whose evidence the result lacks
+    are left out."""
     provenance = result.provenance
-    sweep = sweep_points(result)
-    figs = {"littles_law_memory": with_alt(
-        plots.littles_law_memory(sweep, provenance=provenance),
-        f"Log-log scatter of {len(sweep)} copies: bandwidth in GB/s against read bytes in flight per SM, "
-        f"coloured by loads per thread, marked by bytes per load, with Little's Law's line from the "
-        f"{sweep.attrs['latency_ns']:.0f} ns DRAM latency up to the {sweep.attrs['ceiling_gbps']:,.0f} GB/s "
-        "ceiling, and below it each copy's measured / predicted ratio.")}
-    fma = fma_points(result)
-    figs["littles_law_fma"] = with_alt(
-        plots.littles_law_fma(fma, provenance=provenance),
-        f"Share of the FP32 peak against independent FMA chains per thread (1 to {fma['chains'].max()}), one "
-        f"line per resident warps per SM (1 to {fma['warps_per_sm'].max()}), each beside the dashed "
-        f"4-scheduler model for an FMA latency of {fma.attrs['latency_cycles']:.1f} cycles.")
+    dram = latency(result, "DRAM")
+    figs = {
+        "ilp_timeline": plots.ilp_timeline(
+            [ilp_timeline(1, latency_ns=dram), ilp_timeline(4, latency_ns=dram)],
+            provenance=f"the lesson's model, at the DRAM latency of {provenance}"),
+        "littles_law_memory": plots.littles_law_memory(sweep_points(result), provenance=provenance),
+        "implied_latency": plots.implied_latency(implied_latencies(result), provenance=provenance),
+        "littles_law_fma": plots.littles_law_fma(fma_points(result), provenance=provenance),
+    }
     if result.evidence.kernels and "sm_limits" in result.facts:
-        pressure = register_pressure(result)
-        figs["register_pressure"] = with_alt(
-            plots.register_pressure(pressure, provenance=provenance),
-            f"Bars of registers per thread for {len(pressure)} 16-byte copies by unroll and register cap, "
-            "orange where values spill to local memory, with their resident warps per SM as a line, and "
-            "below each copy's bandwidth in GB/s.")
-        steps = occupancy_staircase(result)
-        most = int(steps["warps_per_sm"].max())
-        flat = int(steps.loc[steps["warps_per_sm"] == most, "registers"].max())
-        figs["occupancy_staircase"] = with_alt(
-            plots.occupancy_staircase(steps, staircase_kernels(result),
-                                      provenance=f"occupancy calculator, SM limits of {provenance}"),
-            f"Step plot of resident warps per SM against registers per thread for blocks of {k.COPY_BLOCK} "
-            f"threads, from the occupancy calculator: {most} warps up to {flat} registers, then fewer at "
-            f"each step down to {int(steps['warps_per_sm'].iloc[-1])} at {int(steps['registers'].iloc[-1])}, "
-            "with the lesson's 16-byte copies placed on it by their registers.")
-    copies = low_occupancy_copies(result)
-    if len(copies):  # the target, judged on this table's rows (ours and CuPy's of the same run)
-        shown = copies[copies["of_copyto"] >= 0.75]
-        figs["low_occupancy_copies"] = with_alt(
-            plots.low_occupancy_copies(shown, TARGET_OF_COPYTO, provenance=provenance,
-                                       title=f"Copies at <= {LOW_OCCUPANCY_WARPS} warps/SM (within 25%) "
-                                             "vs cupy.copyto"),
-            f"Dot plot of {len(shown)} copies at {LOW_OCCUPANCY_WARPS} or fewer resident warps per SM, each "
-            "as a share of cupy.copyto, coloured by kind, with lines at 100% and at the "
-            f"{TARGET_OF_COPYTO:.0%} target.")
+        figs["occupancy_staircase"] = plots.occupancy_staircase(
+            occupancy_staircase(result), staircase_kernels(result),
+            provenance=f"occupancy calculator, SM limits of {provenance}")
+        figs["register_pressure"] = plots.register_pressure(register_pressure(result), provenance=provenance)
     if result.evidence.ncu:
-        states = warp_states(result)
-        copies = states[states["case"].str.startswith("copy")]
-        memory = ""
-        if len(copies) and "stalled_long_scoreboard" in copies:
-            waiting = (copies["stalled_long_scoreboard"] / copies["resident_per_scheduler"]).mean()
-            memory = (f"; the copies hold {copies['resident_per_scheduler'].mean():.1f} warps per scheduler, "
-                      f"{waiting:.0%} of them waiting on memory")
-        figs["warp_states"] = with_alt(
-            plots.warp_states(states, provenance=_ncu_provenance(result)),
-            f"Stacked bars for {len(states)} profiled kernels: the warps one scheduler holds per cycle split "
-            "into issuing, eligible but not selected, waiting on memory (long scoreboard), waiting on the "
-            f"previous instruction, and other{memory}.")
+        figs["warp_states"] = plots.warp_states(warp_states(result), provenance=ncu_provenance(result))
+    if "sm_limits" in result.facts and not result.table[result.table["variant"] == "cupy copy"].empty:
+        figs["occupancy_rule"] = plots.occupancy_rule(occupancy_rule(result), describe=describe_copy,
+                                                      provenance=provenance)
+    copies = low_occupancy_copies(result)
+    if len(copies):  # judged on this table's rows (ours and CuPy's of the same run)
+        shown = copies[copies["of_copyto"] >= 0.75]
+        shown = shown.assign(label=[describe_copy(v, short=True) for v in shown["variant"]])
+        figs["low_occupancy_copies"] = plots.low_occupancy_copies(
+            shown, provenance=provenance,
+            title=f"Copies at {LOW_OCCUPANCY_WARPS} warps/SM or fewer, as a share of cupy.copyto")
     return figs
 
 
-def _ncu_provenance(result: LessonResult) -> str:
-    sources = {entry["source"] for entry in result.evidence.ncu.values()}
+def ncu_provenance(result: LessonResult) -> str:
+    """The caption of a figure drawn from the result's Nsight Compute counters: the GPU and the date of
+    each ncu run (the revision and command are in the evidence's ``sources``)."""
     described = []
-    for source in sorted(sources):
+    for source in sorted({entry["source"] for entry in result.evidence.ncu.values()}):
         info = result.evidence.source(source, result.meta)
-        described.append(f"{info.get('gpu', '')} ncu run of {info.get('git_revision', '?')}, "
-                         f"{str(info.get('date', ''))[:10]}".strip())
-    return "Nsight Compute: " + "; ".join(described)
+        described.append(f"{info.get('gpu', 'GPU')}, recorded {str(info.get('date', '?'))[:10]}")
+    return "Nsight Compute on " + "; ".join(described)
 
 
 # -------------------------------------------------------------------------------- checks

@@ -1,7 +1,10 @@
-"""Lesson 2's figures: bandwidth against bytes in flight with Little's Law, FMA chains x warps, register
-pressure, the occupancy staircase, copies at low occupancy, what resident warps are doing (ncu).
+"""Lesson 2's figures: an ILP timeline (the lesson's model), bandwidth against bytes in flight with Little's
+Law, the latency a copy implies against its load, FMA chains x warps, register pressure, the occupancy
+staircase, copies against resident warps (the 50% rule), copies at low occupancy, what resident warps are
+doing (ncu).
 
-Each takes the frame a reader of ``gpu_lessons.lessons.littles_law`` returns and draws nothing else."""
+Each takes the frame a reader of ``gpu_lessons.lessons.littles_law`` returns, draws nothing else, and
+carries alt text made from that frame."""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
 from .style import (
+    LABEL_BOX,
     PALETTE,
     STYLE,
     binary_ticks,
@@ -23,6 +27,7 @@ from .style import (
     human_bytes,
     new_axes,
     plain_number,
+    with_alt,
 )
 
 WIDTH_MARKERS = {4: "o", 8: "s", 16: "D"}
@@ -66,9 +71,7 @@ def littles_law_memory(points: pd.DataFrame, provenance: str | None = None,
     handles += [Line2D([], [], color="#777777", marker=WIDTH_MARKERS.get(w, "o"), linestyle="",
                        label=f"{w}-byte loads") for w in sorted(points["width"].unique())]
     handles += ax.get_legend_handles_labels()[0][:2]
-    ax.legend(handles=handles, fontsize=STYLE["legend_size"] - 1, frameon=False, loc="lower right", ncols=2,
-              title=f"GB/s = min(ceiling, 2 x bytes in flight x {sms} SMs / latency)",
-              title_fontsize=STYLE["legend_size"] - 1)
+    ax.legend(handles=handles, fontsize=STYLE["legend_size"] - 1, frameon=False, loc="lower right", ncols=2)
     finish(fig, ax, title, "", "Copy bandwidth (GB/s, read + write)", None)
     low.axhline(1.0, color=STYLE["roof_color"], linewidth=1.0)
     ratios = points["gbps"] / points["predicted_gbps"]
@@ -76,8 +79,16 @@ def littles_law_memory(points: pd.DataFrame, provenance: str | None = None,
     low.xaxis.set_major_locator(FixedLocator(binary_ticks(x.min(), x.max())))
     low.xaxis.set_major_formatter(FuncFormatter(lambda value, _: human_bytes(value)))
     low.xaxis.set_minor_formatter(NullFormatter())
-    return finish(fig, low, "", "Read bytes in flight per SM (warps x 32 x loads per thread x bytes)",
-                   "measured /\npredicted", provenance)
+    finish(fig, low, "", "Read bytes in flight per SM (warps x 32 x loads per thread x bytes)",
+           f"measured /\npredicted\nat {latency:,.0f} ns", provenance)
+    light_text = f" and the {light:,.0f} ns the lightest copies imply (dashed)" if light else ""
+    return with_alt(fig, f"Log-log scatter of {len(points)} copies: bandwidth in GB/s against read bytes in "
+                    f"flight per SM ({human_bytes(inflight.min())} to {human_bytes(inflight.max())}), "
+                    "coloured by "
+                    "loads per thread, marked by bytes per load, with Little's Law's lines for the "
+                    f"{latency:,.0f} ns pointer-chase latency{light_text}, up to the {ceiling:,.0f} GB/s "
+                    f"ceiling; below, each copy's measured / predicted ratio, from {ratios.min():.2f} to "
+                    f"{ratios.max():.2f}.")
 
 
 def littles_law_fma(points: pd.DataFrame, provenance: str | None = None, ax: Axes | None = None,
@@ -99,73 +110,106 @@ def littles_law_fma(points: pd.DataFrame, provenance: str | None = None, ax: Axe
     ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.0f}%"))
     ax.legend(fontsize=STYLE["legend_size"] - 0.5, frameon=False, loc="center right",
               bbox_to_anchor=(1.0, 0.6), ncols=2)
-    return finish(fig, ax, title, "Independent FMA chains per thread", "% of theoretical FP32 peak",
-                   provenance)
+    finish(fig, ax, title, "Independent FMA chains per thread", "% of theoretical FP32 peak", provenance)
+    return with_alt(fig, f"Share of the FP32 peak against independent FMA chains per thread (1 to "
+                    f"{points['chains'].max()}), one line per resident warps per SM (1 to "
+                    f"{points['warps_per_sm'].max()}), from {points['fraction_of_peak'].min():.1%} to "
+                    f"{points['fraction_of_peak'].max():.1%}, each beside the dashed 4-scheduler model for "
+                    f"an FMA latency of {latency:.1f} cycles.")
 
 
 def register_pressure(rows: pd.DataFrame, provenance: str | None = None,
-                      title: str = "What unrolling costs: registers, occupancy, spills, time") -> Figure:
-    """Top: registers per thread (bars; orange where values spill to local memory) and resident
-    warps per SM (line). Bottom: the copy's GB/s. One column per 16-byte copy variant
-    (rows: lessons.littles_law.register_pressure)."""
-    fig = plt.figure(figsize=(STYLE["figsize"][0], STYLE["figsize"][1] * 1.35), layout="constrained")
+                      title: str = "What unrolling costs: registers, resident warps, spills, bandwidth"
+                      ) -> Figure:
+    """Three panels, one column per 16-byte copy (rows: lessons.littles_law.register_pressure):
+    registers per thread (orange where values spill to local memory, labelled with the local bytes),
+    resident warps per SM, and the copy's GB/s."""
+    fig = plt.figure(figsize=(9.0, STYLE["figsize"][1] * 1.55), layout="constrained")
     plt.close(fig)
-    top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=[3, 2])
-    labels = [f"u{int(u)}" + (f"\ncap {int(m)}" if pd.notna(m) else "")
+    top, middle, bottom = fig.subplots(3, 1, sharex=True, height_ratios=[3, 1.6, 2])
+    labels = [f"u{int(u)}" + (f"\ncap\n{int(m)}" if pd.notna(m) else "")
               for u, m in zip(rows["unroll"], rows["max_registers"], strict=True)]
     positions = np.arange(len(rows))
     spills = rows["local_bytes"].fillna(0).to_numpy() > 0
     colors = [PALETTE[1] if spill else PALETTE[0] for spill in spills]
-    top.bar(positions, rows["registers"], color=colors, width=0.6)
+    note = STYLE["note_size"] - 0.5
+    top.bar(positions, rows["registers"], color=colors, width=0.62)
     for x, regs, spill, local in zip(positions, rows["registers"], spills, rows["local_bytes"], strict=True):
-        top.annotate(f"{int(regs)}" + (f"\n+{int(local)} B" if spill else ""), xy=(x, regs), xytext=(0, 3),
-                     textcoords="offset points", ha="center", va="bottom", fontsize=STYLE["note_size"] - 1)
+        top.annotate(f"{int(regs)}" + (f"\n+{int(local)} B" if spill else ""), xy=(x, regs), xytext=(0, 2),
+                     textcoords="offset points", ha="center", va="bottom", fontsize=note)
     top.set_ylim(0, 330)
-    twin = top.twinx()
-    twin.plot(positions, rows["warps_per_sm"], color=PALETTE[2], marker="o", linewidth=STYLE["line_width"])
-    twin.set_ylim(0, 100)  # the line stays under the legend
-    twin.set_ylabel("Resident warps per SM", fontsize=STYLE["label_size"], color=PALETTE[2])
-    twin.tick_params(labelsize=STYLE["tick_size"], colors=PALETTE[2])
     top.legend(handles=[Patch(color=PALETTE[0], label="registers only"),
-                        Patch(color=PALETTE[1], label="spills: + local bytes per thread")],
+                        Patch(color=PALETTE[1], label="spills: + local memory bytes per thread")],
                fontsize=STYLE["legend_size"], frameon=False, loc="upper left")
-    finish(fig, top, title, "", "Registers per thread", None)
+    finish(fig, top, title, "", "Registers\nper thread", None)
+    warps = rows["warps_per_sm"].astype(float)
+    middle.bar(positions, warps, color=PALETTE[2], width=0.62)
+    for x, value in zip(positions, warps, strict=True):
+        middle.annotate(f"{value:.0f}", xy=(x, value), xytext=(0, 2), textcoords="offset points", ha="center",
+                        va="bottom", fontsize=note)
+    most = max(64.0, float(warps.max()))
+    middle.set_ylim(0, most * 1.3)
+    middle.yaxis.set_major_locator(FixedLocator([0, 16, 32, 48, 64]))
+    finish(fig, middle, "", "", "Resident\nwarps per SM", None)
     gbps = rows["gbps"].astype(float)
-    bottom.bar(positions, gbps, color=colors, width=0.6)
+    bottom.bar(positions, gbps, color=colors, width=0.62)
     for x, value in zip(positions, gbps, strict=True):
         if np.isfinite(value):
             bottom.annotate(f"{value:,.0f}", xy=(x, value), xytext=(0, 2), textcoords="offset points",
-                            ha="center", va="bottom", fontsize=STYLE["note_size"] - 1)
+                            ha="center", va="bottom", fontsize=note, rotation=90)
     bottom.set_xticks(positions, labels)
-    bottom.set_ylim(0, np.nanmax(gbps.to_numpy()) * 1.25 if np.isfinite(gbps).any() else 1)
+    bottom.set_ylim(0, np.nanmax(gbps.to_numpy()) * 1.45 if np.isfinite(gbps).any() else 1)
     bottom.yaxis.set_major_formatter(FuncFormatter(plain_number))
-    return finish(fig, bottom, "", "Float4 loads per thread (unroll), register cap (max_registers)",
-                   "Copy GB/s", provenance)
+    finish(fig, bottom, "", "Float4 loads per thread (uN), register cap (max_registers)", "Copy GB/s",
+           provenance)
+    bottom.tick_params(axis="x", labelsize=STYLE["tick_size"] - 0.5)
+    plain = rows[~spills]
+    described = (f"registers from {int(rows['registers'].min())} to {int(rows['registers'].max())}, "
+                 f"{int(spills.sum())} of them spilling, resident warps from {warps.min():.0f} to "
+                 f"{warps.max():.0f}, "
+                 f"bandwidth from {np.nanmin(gbps):,.0f} to {np.nanmax(gbps):,.0f} GB/s")
+    if len(plain):
+        described += f" ({np.nanmin(plain['gbps']):,.0f} or more without spills)"
+    return with_alt(fig, f"Three bar panels for {len(rows)} 16-byte copies by unroll and register cap: "
+                    f"registers per thread, resident warps per SM and copy bandwidth; {described}.")
 
 
 def low_occupancy_copies(rows: pd.DataFrame, target: float | None = None, provenance: str | None = None,
                          ax: Axes | None = None,
-                         title: str = "Copies at low occupancy vs cupy.copyto") -> Figure:
-    """One dot per copy (rows: lessons.littles_law.low_occupancy_copies), its share of CuPy's copy,
-    coloured by kind; labelled with its resident warps per SM; a line at the target if given."""
+                         title: str = "Copies at low occupancy, as a share of cupy.copyto") -> Figure:
+    """One dot per copy (rows: lessons.littles_law.low_occupancy_copies, with a ``label`` column to show
+    instead of the variant, e.g. lessons.littles_law.describe_copy), its share of CuPy's copy, coloured
+    by kind and labelled with its resident warps per SM; a line at ``target`` if given."""
+    own = ax is None
     fig, ax = new_axes(ax)
-    if len(fig.axes) == 1:
-        fig.set_size_inches(STYLE["figsize"][0], max(STYLE["figsize"][1], 1.2 + 0.24 * len(rows)))
+    if own:
+        fig.set_size_inches(9.0, max(STYLE["figsize"][1], 1.6 + 0.26 * len(rows)))
     rows = rows.sort_values("of_copyto").reset_index(drop=True)
     kinds = list(dict.fromkeys(rows["kind"].sort_values()))
     for i, kind in enumerate(kinds):
         mine = rows[rows["kind"] == kind]
         ax.scatter(mine["of_copyto"], mine.index, color=PALETTE[i % len(PALETTE)], label=kind,
                    s=STYLE["marker_size"] ** 2 * 1.6, zorder=3)
-    labels = [f"{v} ({w} warps/SM)" for v, w in zip(rows["variant"], rows["warps_per_sm"], strict=True)]
+    names = rows["label"] if "label" in rows else rows["variant"]
+    labels = [f"{v} · {w} warps/SM" for v, w in zip(names, rows["warps_per_sm"], strict=True)]
     ax.set_yticks(rows.index, labels)
     ax.axvline(1.0, color=STYLE["ceiling_color"], linestyle="-.", linewidth=1.1, label="cupy.copyto")
     if target is not None:
-        ax.axvline(target, color=PALETTE[3], linestyle=":", linewidth=1.5, label=f"target {target:g}")
+        ax.axvline(target, color=PALETTE[3], linestyle=":", linewidth=1.5,
+                   label=f"{target:.0%} of cupy.copyto")
     low = float(rows["of_copyto"].min()) if len(rows) else 0.9
     ax.set_xlim(min(0.9, low - 0.02), 1.02)
+    ax.set_ylim(-0.7, len(rows) + 2.2)  # room above the dots for the legend
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.0%}"))
-    return finish(fig, ax, title, "bandwidth / cupy.copyto", "", provenance, legend_loc="upper left")
+    ax.legend(fontsize=STYLE["legend_size"], frameon=False, loc="upper left", ncols=2)
+    finish(fig, ax, "" if own else title, "Bandwidth / cupy.copyto, same run", "", provenance)
+    if own:  # the title over the whole figure: the long labels push the axes right
+        fig.suptitle(title, x=0.01, ha="left", fontsize=STYLE["title_size"])
+    best = rows.iloc[-1] if len(rows) else None
+    described = "" if best is None else (f"; the best, {names.iloc[-1]} at {best['warps_per_sm']} warps/SM, "
+                                         f"reaches {best['of_copyto']:.3f}")
+    return with_alt(fig, f"Dot plot of {len(rows)} copies at low occupancy, each as a share of cupy.copyto "
+                    f"from {low:.0%}, coloured by kind{described}.")
 
 
 def occupancy_staircase(steps: pd.DataFrame, kernels: pd.DataFrame | None = None,
@@ -179,19 +223,23 @@ def occupancy_staircase(steps: pd.DataFrame, kernels: pd.DataFrame | None = None
     fig, ax = new_axes(ax)
     limits = steps.attrs.get("limits")
     most = limits.max_warps_per_sm if limits is not None else int(steps["warps_per_sm"].max())
+    block = steps.attrs.get("block", "?")
     ax.plot(steps["registers"], steps["warps_per_sm"], drawstyle="steps-post", color=PALETTE[0],
-            linewidth=STYLE["line_width"],
-            label=f"blocks of {steps.attrs.get('block', '?')} threads (calculator)")
+            linewidth=STYLE["line_width"], label=f"blocks of {block} threads (calculator)")
     if kernels is not None and len(kernels):
-        groups = kernels.groupby(["registers", "warps_per_sm"], sort=True)
-        for i, ((registers, warps), group) in enumerate(groups):
-            spills = bool((group["local_bytes"] > 0).any())
-            ax.scatter([registers], [warps], color=PALETTE[1] if spills else PALETTE[2], s=36, zorder=3,
-                       edgecolors="white", linewidths=0.6)
-            names = ", ".join(name.split()[-1] for name in group["kernel"])
-            ax.annotate(names, xy=(registers, warps), xytext=(3, 5 + 10 * (i % 2)),
-                        textcoords="offset points", fontsize=STYLE["note_size"] - 1, rotation=35, ha="left",
-                        va="bottom")
+        labels: list[list] = []  # [registers, warps, names]: kernels within 8 registers on one step share one
+        for row in kernels.sort_values("registers").itertuples():
+            spills = row.local_bytes > 0
+            ax.scatter([row.registers], [row.warps_per_sm], color=PALETTE[1] if spills else PALETTE[2], s=36,
+                       zorder=3, edgecolors="white", linewidths=0.6)
+            name = row.kernel.split()[-1]
+            if labels and labels[-1][1] == row.warps_per_sm and row.registers - labels[-1][0] <= 8:
+                labels[-1][2].append(name)
+            else:
+                labels.append([row.registers, row.warps_per_sm, [name]])
+        for registers, warps, names in labels:
+            ax.annotate(", ".join(names), xy=(registers, warps), xytext=(3, 6), textcoords="offset points",
+                        fontsize=STYLE["note_size"] - 1, rotation=35, ha="left", va="bottom")
         ax.scatter([], [], color=PALETTE[2], s=36, label="a 16-byte copy (uN: N float4 per thread)")
         ax.scatter([], [], color=PALETTE[1], s=36, label="... that spills to local memory")
     ax.set_xlim(0, int(steps["registers"].max()) + 1)
@@ -199,46 +247,225 @@ def occupancy_staircase(steps: pd.DataFrame, kernels: pd.DataFrame | None = None
     ax.xaxis.set_major_locator(FixedLocator([0, 32, 64, 96, 128, 160, 192, 224, 255]))
     ax.yaxis.set_major_locator(FixedLocator(list(range(0, most + 1, 8))))
     ax.legend(fontsize=STYLE["legend_size"], frameon=False, loc="upper right")
-    return finish(fig, ax, title, "Registers per thread", f"Resident warps per SM (of {most})", provenance)
+    finish(fig, ax, title, "Registers per thread", f"Resident warps per SM (of {most})", provenance)
+    flat = int(steps.loc[steps["warps_per_sm"] == steps["warps_per_sm"].max(), "registers"].max())
+    placed = "" if kernels is None or not len(kernels) else \
+        f", with {len(kernels)} of the lesson's 16-byte copies placed on it by their registers"
+    return with_alt(fig, f"Step plot of resident warps per SM against registers per thread for blocks of "
+                    f"{block} threads, from the occupancy calculator: "
+                    f"{int(steps['warps_per_sm'].max())} warps up to {flat} registers, then fewer at each "
+                    "step down to "
+                    f"{int(steps['warps_per_sm'].iloc[-1])} at {int(steps['registers'].iloc[-1])}{placed}.")
 
 
 WARP_STATES = (  # (column of lessons.littles_law.warp_states, label, colour)
     ("issuing", "issuing (selected)", PALETTE[2]),
     ("stalled_not_selected", "eligible, not selected", PALETTE[5]),
     ("stalled_long_scoreboard", "waiting on memory (long scoreboard)", PALETTE[1]),
-    ("stalled_wait", "waiting on the previous instruction (wait)", PALETTE[4]),
+    ("stalled_lg_throttle", "waiting to issue a load (lg throttle)", "#8c3b00"),
+    ("stalled_wait", "waiting on a fixed latency (wait)", PALETTE[4]),
+    ("stalled_dispatch_stall", "dispatch stall", PALETTE[0]),
     ("other", "other stall reasons", PALETTE[3]),
     ("unaccounted", "reasons not recorded", "#d0d0d0"),
 )
 
 
 def warp_states(states: pd.DataFrame, provenance: str | None = None, ax: Axes | None = None,
-                title: str = "What resident warps do: one scheduler, per cycle") -> Figure:
-    """One stacked bar per profiled case (states: lessons.littles_law.warp_states): the warps one of
-    the SM's 4 schedulers holds per cycle, split into issuing, eligible but not selected, waiting on
-    memory, waiting on the previous instruction, other stalls; the bar's length is the resident warps."""
+                title: str = "What resident warps do, cycle by cycle") -> Figure:
+    """One stacked bar per profiled case (states: lessons.littles_law.warp_states; its ``label`` names
+    the bar): the warps one of the SM's 4 schedulers holds per cycle, split into issuing, eligible but
+    not selected, waiting on memory, waiting to issue a load, waiting on a fixed latency, dispatch stalls,
+    other stalls; the bar's length is the
+    resident warps, and a tick marks the warps the launch could have held (theoretical occupancy)."""
     fig, ax = new_axes(ax)
+    if len(fig.axes) == 1:
+        fig.set_size_inches(8.5, STYLE["figsize"][1] * 1.15)
     rows = states.reset_index(drop=True)
     named = {column for column, _, _ in WARP_STATES}
     stall_columns = [c for c in rows.columns if c.startswith("stalled_") and c not in named]
-    parts = pd.DataFrame({
-        "issuing": rows["issuing"],
-        "stalled_not_selected": rows.get("stalled_not_selected", 0.0),
-        "stalled_long_scoreboard": rows.get("stalled_long_scoreboard", 0.0),
-        "stalled_wait": rows.get("stalled_wait", 0.0),
-        "other": rows[stall_columns].sum(axis=1) if stall_columns else 0.0,
-    }).fillna(0.0)
+    parts = pd.DataFrame({column: rows[column] if column in rows else 0.0
+                          for column, _, _ in WARP_STATES if column not in ("other", "unaccounted")})
+    parts["other"] = rows[stall_columns].sum(axis=1) if stall_columns else 0.0
+    parts = parts.fillna(0.0)
     parts["unaccounted"] = (rows["resident_per_scheduler"] - parts.sum(axis=1)).clip(lower=0.0)
     positions = np.arange(len(rows))[::-1]  # the first case on top
     left = np.zeros(len(rows))
     for column, label, color in WARP_STATES:
         ax.barh(positions, parts[column], left=left, color=color, height=0.6, label=label)
         left += parts[column].to_numpy()
-    for y, resident in zip(positions, rows["resident_per_scheduler"], strict=True):
-        ax.annotate(f"{resident:.2f} resident", xy=(resident, y), xytext=(4, 0), textcoords="offset points",
-                    va="center", fontsize=STYLE["note_size"] - 1)
-    ax.set_yticks(positions, rows["case"])
-    ax.set_xlim(0, float(rows["resident_per_scheduler"].max()) * 1.3)
-    ax.set_ylim(-0.6, len(rows) + 2.4)  # room above the bars for the legend
-    ax.legend(fontsize=STYLE["legend_size"] - 1, frameon=False, loc="upper right", ncols=2)
-    return finish(fig, ax, title, "Warps per cycle, one of the SM's 4 schedulers", "", provenance)
+    theoretical = rows["theoretical_warps_per_sm"] / 4 if "theoretical_warps_per_sm" in rows else None
+    for i, (y, resident) in enumerate(zip(positions, rows["resident_per_scheduler"], strict=True)):
+        text = f"{resident:.2f} resident"
+        end = resident
+        if theoretical is not None and theoretical.iloc[i] - resident > 0.05:
+            ax.plot([theoretical.iloc[i]] * 2, [y - 0.36, y + 0.36], color=STYLE["roof_color"], linewidth=1.4)
+            text += f" of {theoretical.iloc[i]:g}"
+            end = theoretical.iloc[i]
+        ax.annotate(text, xy=(end, y), xytext=(5, 0), textcoords="offset points", va="center",
+                    fontsize=STYLE["note_size"] - 0.5)
+    names = rows["label"].str.replace(": ", ":\n", n=1) if "label" in rows else rows["case"]
+    ax.set_yticks(positions, names)
+    ax.set_xlim(0, float(rows["resident_per_scheduler"].max()) * 1.35)
+    ax.set_ylim(-0.6, len(rows) + 1.6)  # room above the bars for the legend
+    if theoretical is not None:
+        ax.plot([], [], color=STYLE["roof_color"], linewidth=1.4, label="the launch's limit (theoretical)")
+    ax.legend(fontsize=STYLE["legend_size"] - 1, frameon=False, loc="upper right", ncols=3)
+    xlabel = "Warps per cycle on one of the SM's 4 schedulers (a quarter of its resident warps)"
+    finish(fig, ax, title, xlabel, "", provenance)
+    memory = parts["stalled_long_scoreboard"]
+    waiting = memory / rows["resident_per_scheduler"]
+    resident = rows["resident_per_scheduler"]
+    return with_alt(fig, f"Stacked bars for {len(rows)} profiled kernels: the warps one scheduler holds per "
+                    f"cycle ({resident.min():.2f} to {resident.max():.2f}) split into issuing, eligible but "
+                    "not selected, waiting on memory (long scoreboard), waiting to issue a load, waiting "
+                    "on a fixed latency, dispatch stalls and other; waiting on memory takes up to "
+                    f"{waiting.max():.0%} of them.")
+
+
+def ilp_timeline(timelines: list[pd.DataFrame], provenance: str | None = None,
+                 title: str | None = None) -> Figure:
+    """The lesson's model of one thread's loads (timelines: lessons.littles_law.ilp_timeline, one per
+    number of loads in flight). Top: a bar per load from its issue to its data; a tick per store.
+    Bottom: loads in flight over time, and their average (Little's Law's 'in flight')."""
+    title = title or f"One thread, {len(timelines[0])} loads: one at a time, or all in flight"
+    fig = plt.figure(figsize=(STYLE["figsize"][0], STYLE["figsize"][1] * 1.15), layout="constrained")
+    plt.close(fig)
+    top, low = fig.subplots(2, 1, sharex=True, height_ratios=[2.2, 1])
+    end = max(t.attrs["done_ns"] for t in timelines)
+    times = np.linspace(0, end * 1.02, 2000)
+    ticks, names, y = [], [], 0
+    summary = []
+    for i, timeline in enumerate(timelines):
+        color = PALETTE[i % len(PALETTE)]
+        u = timeline.attrs["loads_in_flight"]
+        for _, load in timeline.iterrows():
+            top.barh(y, load["ready_ns"] - load["issue_ns"], left=load["issue_ns"], height=0.62, color=color)
+            top.plot([load["store_ns"]] * 2, [y - 0.31, y + 0.31], color=STYLE["roof_color"], linewidth=1.6)
+            ticks.append(y)
+            names.append(f"load {int(load['element']) + 1}")
+            y += 1
+        done = timeline.attrs["done_ns"]
+        top.annotate(f"{u} in flight at a time: done at {done:,.0f} ns", xy=(done, y - 1), xytext=(6, -4),
+                     textcoords="offset points", ha="left", va="center", fontsize=STYLE["note_size"],
+                     color=color, bbox=LABEL_BOX)
+        issued, ready = timeline["issue_ns"].to_numpy(), timeline["ready_ns"].to_numpy()
+        counts = ((issued[None, :] <= times[:, None]) & (times[:, None] < ready[None, :])).sum(axis=1)
+        average = timeline.attrs["average_in_flight"]
+        low.step(times, counts, where="post", color=color, linewidth=STYLE["line_width"],
+                 label=f"{u} at a time: {average:.2f} in flight on average")
+        summary.append(f"{u} at a time finishes at {done:,.0f} ns with {average:.2f} loads in flight on "
+                       "average")
+        y += 1  # a gap between the two threads
+    top.set_yticks(ticks, names)
+    top.invert_yaxis()
+    top.set_xlim(0, end * 1.4)
+    top.legend(handles=[Patch(color="#999999", label="a load: issued, waiting for its data"),
+                        Line2D([], [], color=STYLE["roof_color"], linewidth=1.6, label="its store")],
+               fontsize=STYLE["legend_size"], frameon=False, loc="lower right")
+    latency = float((timelines[0]["ready_ns"] - timelines[0]["issue_ns"]).iloc[0])
+    finish(fig, top, title, "", "", None)
+    most = max(t.attrs["loads_in_flight"] for t in timelines)
+    low.set_ylim(0, most + 1.2)
+    low.yaxis.set_major_locator(FixedLocator(range(0, most + 1)))
+    low.legend(fontsize=STYLE["legend_size"], frameon=False, loc="upper right")
+    finish(fig, low, "", f"Time (ns); each load's latency {latency:,.0f} ns", "Loads in\nflight", provenance)
+    return with_alt(fig, f"Timeline of one thread's {len(timelines[0])} loads, each taking {latency:,.0f} "
+                    "ns, as bars from issue to data with a tick at each store, and below the loads in flight "
+                    "over time: " + "; ".join(summary) + ".")
+
+
+def implied_latency(points: pd.DataFrame, provenance: str | None = None, ax: Axes | None = None,
+                    title: str = "The latency a copy sees grows with its load") -> Figure:
+    """Each copy of the sweep (points: lessons.littles_law.implied_latencies): the latency at which
+    Little's Law gives its measured bandwidth, against that bandwidth; copies past the knee hollow and
+    grey (their 'latency' counts waiting in the SM); lines at the pointer chase's and the light-load
+    latency."""
+    fig, ax = new_axes(ax)
+    attrs = points.attrs
+    before, past = points[~points["past_knee"]], points[points["past_knee"]]
+    ax.scatter(before["gbps"], before["implied_latency_ns"], color=PALETTE[0], s=30, zorder=3,
+               edgecolors="white", linewidths=0.5, label="below the knee")
+    ax.scatter(past["gbps"], past["implied_latency_ns"], facecolors="none", edgecolors="#8c8c8c", s=30,
+               zorder=3, label="past the knee: more bytes than the ceiling needs")
+    for value, text, style in ((attrs["latency_ns"], "one load alone (pointer chase)", "-"),
+                               (attrs["light_load_latency_ns"], "the lightest copies", "--")):
+        ax.axhline(value, color=STYLE["roof_color"], linestyle=style, linewidth=1.1, zorder=1)
+        ax.annotate(f"{text}: {value:,.0f} ns", xy=(0.3, value), xycoords=("axes fraction", "data"),
+                    xytext=(0, -3), textcoords="offset points", va="top", fontsize=STYLE["note_size"])
+    ax.axvline(attrs["ceiling_gbps"], color=STYLE["ceiling_color"], linestyle="-.", linewidth=1.1, zorder=1)
+    ax.annotate(f"ceiling {attrs['ceiling_gbps']:,.0f} GB/s", xy=(attrs["ceiling_gbps"], 1.0),
+                xycoords=("data", "axes fraction"), xytext=(-4, -4), textcoords="offset points", ha="right",
+                va="top", fontsize=STYLE["note_size"], bbox=LABEL_BOX)
+    ax.set_yscale("log")
+    ax.set_ylim(attrs["latency_ns"] / 1.4, points["implied_latency_ns"].max() * 1.6)
+    ax.set_xlim(0, attrs["ceiling_gbps"] * 1.08)
+    ax.yaxis.set_major_formatter(FuncFormatter(plain_number))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.xaxis.set_major_formatter(FuncFormatter(plain_number))
+    ax.legend(fontsize=STYLE["legend_size"], frameon=False, loc="center left", bbox_to_anchor=(0.0, 0.62))
+    finish(fig, ax, title, "Measured copy bandwidth (GB/s)",
+           "Implied latency (ns) = 2 x bytes in flight x SMs / GB/s", provenance)
+    ax.yaxis.label.set_size(STYLE["label_size"] - 1)
+    implied = before["implied_latency_ns"]
+    return with_alt(fig, f"Scatter of {len(points)} copies: the latency Little's Law implies, from "
+                    f"{implied.min():,.0f} to {implied.max():,.0f} ns below the knee ({len(before)} copies), "
+                    f"against measured bandwidth; {len(past)} copies past the knee pile up near the "
+                    f"{attrs['ceiling_gbps']:,.0f} GB/s ceiling with implied latencies up to "
+                    f"{past['implied_latency_ns'].max():,.0f} ns; lines at {attrs['latency_ns']:,.0f} and "
+                    f"{attrs['light_load_latency_ns']:,.0f} ns.")
+
+
+def occupancy_rule(frame: pd.DataFrame, rule: float = 0.5, describe=None, provenance: str | None = None,
+                   ax: Axes | None = None,
+                   title: str = "Does a memory-bound kernel need 50% occupancy?") -> Figure:
+    """Copies against resident warps per SM (frame: lessons.littles_law.occupancy_rule): the best copy
+    at each residency and the simplest one, as shares of cupy.copyto; the region below ``rule``
+    occupancy shaded. ``describe(variant)`` names the best copies (default: the variant)."""
+    fig, ax = new_axes(ax)
+    most = frame.attrs.get("max_warps_per_sm", 64)
+    describe = describe or (lambda v: v)
+    ax.axvspan(frame["warps_per_sm"].min() / 1.4, rule * most, color=PALETTE[1], alpha=0.08, zorder=0)
+    ax.annotate(f"below {rule:.0%} occupancy:\n'too few warps'\nby the rule of thumb",
+                xy=(frame["warps_per_sm"].min() / 1.4, 0.97), xytext=(6, 0), textcoords="offset points",
+                ha="left", va="top", fontsize=STYLE["note_size"], color=PALETTE[1])
+    ax.plot(frame["warps_per_sm"], frame["best_of_copyto"], color=PALETTE[0], marker="o",
+            linewidth=STYLE["line_width"], label="best copy at that residency")
+    simple = frame.dropna(subset=["simple_of_copyto"])
+    ax.plot(simple["warps_per_sm"], simple["simple_of_copyto"], color=PALETTE[2], marker="s",
+            linewidth=STYLE["line_width"], label="one 4-byte load per thread")
+    ax.axhline(1.0, color=STYLE["ceiling_color"], linestyle="-.", linewidth=1.1, zorder=1,
+               label="cupy.copyto")
+    for row in frame.itertuples():
+        ax.annotate(f"{row.best_of_copyto:.3f}", xy=(row.warps_per_sm, row.best_of_copyto), xytext=(0, -13),
+                    textcoords="offset points", ha="center", fontsize=STYLE["note_size"] - 0.5)
+    for row in simple.itertuples():
+        ax.annotate(f"{row.simple_of_copyto:.2f}", xy=(row.warps_per_sm, row.simple_of_copyto), xytext=(0, 6),
+                    textcoords="offset points", ha="center", fontsize=STYLE["note_size"] - 0.5,
+                    color=PALETTE[2])
+    low = frame.loc[frame["warps_per_sm"] <= rule * most / 2]
+    if len(low):
+        star = low.loc[low["best_of_copyto"].idxmax()]
+        ax.annotate(f"{describe(star['best_variant'])}\nat {star['warps_per_sm']} warps/SM "
+                    f"({star['occupancy']:.1%}): {star['best_of_copyto']:.3f}",
+                    xy=(star["warps_per_sm"], star["best_of_copyto"]), xytext=(22, -66),
+                    textcoords="offset points", ha="left", fontsize=STYLE["note_size"],
+                    arrowprops={"arrowstyle": "->", "color": "#555555", "linewidth": 0.8}, bbox=LABEL_BOX)
+    ax.set_xscale("log", base=2)
+    ticks = list(frame["warps_per_sm"])
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}\n{100 * v / most:.4g}%"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlim(min(ticks) / 1.4, max(ticks) * 1.3)
+    ax.set_ylim(0, 1.12)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.0%}"))
+    ax.legend(fontsize=STYLE["legend_size"], frameon=False, loc="lower left", bbox_to_anchor=(0.0, 0.11))
+    finish(fig, ax, title, "Resident warps per SM (occupancy)", "Bandwidth / cupy.copyto, same run",
+           provenance)
+    at_rule = frame.loc[frame["warps_per_sm"] == rule * most]
+    rule_text = "" if at_rule.empty else f", {at_rule['best_of_copyto'].iloc[0]:.3f} at {rule:.0%}"
+    steps = "".join(f", {r.best_of_copyto:.3f} at {r.warps_per_sm}" for r in frame.iloc[1:].itertuples())
+    return with_alt(fig, "Best copy and simplest copy as shares of cupy.copyto against resident warps per SM "
+                    f"({min(ticks)} to {max(ticks)}), the region below {rule:.0%} occupancy shaded: the best "
+                    f"copy reaches {frame['best_of_copyto'].iloc[0]:.3f} at {min(ticks)} warps{steps}"
+                    f"{rule_text}; one 4-byte load per thread reaches {simple['simple_of_copyto'].max():.2f} "
+                    "at most.")
