@@ -50,11 +50,12 @@ RECORDERS = (
 )
 
 RETIRED_PROBES = (
-    Maker("benchmarks/tensor_cores_gpu.py (lesson 7's first GPU run; superseded by gpu-lessons record "
-          "tensor_cores)",
+    Maker("benchmarks/tensor_cores_gpu.py (retired; git history; gpu-lessons record tensor_cores re-makes "
+          "what it measured)",
           ("probes/tensor_cores.csv", "probes/tensor_cores.meta.json",
            "probes/tensor_cores_ncu.csv", "probes/tensor_cores_ncu.meta.json"),
-          "TF32 mma.sync and cp.async GEMMs against cuBLAS FP32 and TF32, with ncu counters",
+          "lesson 7's first GPU run: TF32 mma.sync and cp.async GEMMs against cuBLAS FP32 and TF32, with ncu "
+          "counters (converted into tensor_cores.* by tools/convert_tensor_cores_probe.py)",
           answered="Numba's mma.sync TF32 GEMM reaches 2.2x cuBLAS SGEMM at 4096^3 (113.6 TFLOP/s); a "
                    "cp.async pipeline does not speed up lesson 6's SIMT kernel"),
     Maker("benchmarks/bench_spin_check.py (retired; git history)",

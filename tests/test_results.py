@@ -145,6 +145,16 @@ def test_round_trip(recorded):
     assert recording.provenance == provenance(sample_meta())
 
 
+def test_a_row_may_leave_min_and_max_empty_when_the_run_kept_only_the_median(tmp_path):
+    rows = [*sample_records(), record("fma_peak", size=2**10, median_ms=0.2, min_ms=None, max_ms=None)]
+    write_recording(make_table(rows), sample_meta(), LESSON, root=tmp_path)
+    table = read_result(LESSON, root=tmp_path).table.set_index("variant")
+    assert table.loc["fma_peak", ["min_ms", "max_ms"]].isna().all()
+    assert table.loc["fma_peak", "median_ms"] == 0.2
+    with pytest.raises(RecordingError, match="column 'median_ms' is empty"):
+        make_table([{**record(), "median_ms": None}])
+
+
 def test_write_fills_in_the_lesson_and_keeps_extras(tmp_path):
     meta = sample_meta(sm_clock_now_mhz=1755)
     del meta["lesson"]

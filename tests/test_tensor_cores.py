@@ -1,10 +1,10 @@
-"""Lesson 7's kernels against float64: the one-warp MMA, the TF32 GEMM generator (every switch, on
-awkward shapes, K = 1 and K = 0) and bad input (lesson 6's SIMT kernel with a cp.async pipeline:
-test_gemm_cp_async.py).
+"""Lesson 7's kernels against float64: the one-warp MMA, the TF32 GEMM generator's switches (on awkward
+shapes, K = 1 and K = 0) and bad input. ``lessons.tensor_cores.check()`` (tests/test_lesson_tensor_cores.py)
+covers mma_global, plain and 2-stage tiles and lesson 6's SIMT kernel with a cp.async pipeline.
 
-On the simulator a block is a Python thread per CUDA thread, so the generator is checked with
-one- and two-warp tiles (the same source as the 4- and 8-warp tiles of ``STEPS``, other constants);
-the GPU benchmark checks the lesson's own tiles on awkward shapes (benchmarks/tensor_cores_gpu.py).
+On the simulator a block is a Python thread per CUDA thread, so the generator is checked with one- and
+two-warp tiles (the same source as the 4- and 8-warp tiles of ``STEPS``, other constants); the lesson's
+own tiles are checked on awkward shapes on a GPU, before every recording (``check()``).
 """
 
 import numpy as np
@@ -45,22 +45,17 @@ def test_one_warp_mma_demo_rounds_to_tf32_and_adds_c():
     assert owners["A"][9, 5] == "T5 a3" and owners["B"][5, 2] == "T9 b1" and owners["C"][8, 7] == "T3 c3"
 
 
-SMALL = {  # one- and two-warp tiles: every switch of the generator
-    "sync": tc.TcTile(bm=16, bn=32, bk=16, wm=16, wn=32, stages=1),
-    "async 2": tc.TcTile(bm=16, bn=32, bk=16, wm=16, wn=32, stages=2),
-    "async 3, two warps": tc.TcTile(bm=32, bn=32, bk=16, wm=16, wn=32, stages=3),
-    "bk 32, 4x4 MMAs per warp": tc.TcTile(bm=64, bn=32, bk=32, wm=64, wn=32, stages=3),
+SMALL = {  # the switches check() does not cover: 3 stages over 2 warps, 32-deep tiles of 2x2 MMAs per
+    # warp (two slabs, several fragments each way), no cvt.rna with blocks in groups
+    "async 3, two warps, bk 32, 2x2 MMAs": tc.TcTile(bm=32, bn=32, bk=32, wm=32, wn=16, stages=3),
     "unrounded, grouped": tc.TcTile(bm=16, bn=32, bk=16, wm=16, wn=32, stages=2, round_inputs=False,
                                     group_m=2),
 }
 
 
-SHAPES = {  # 4-byte twin, 16-byte path, K = 1, K = 0, spread over the tiles (the simulator is slow)
-    "sync": [(37, 13, 45), (5, 0, 8)],
-    "async 2": [(36, 20, 44), (33, 1, 70)],
-    "async 3, two warps": [(37, 13, 45)],
-    "bk 32, 4x4 MMAs per warp": [(20, 40, 36)],
-    "unrounded, grouped": [(36, 20, 44)],
+SHAPES = {  # 4-byte twin and K = 0; 16-byte path and K = 1
+    "async 3, two warps, bk 32, 2x2 MMAs": [(37, 45, 45), (5, 0, 8)],
+    "unrounded, grouped": [(36, 20, 44), (33, 1, 36)],
 }
 
 
@@ -74,12 +69,6 @@ def test_generated_tiles_match_float64(name):
             np.testing.assert_array_equal(c, np.zeros((m, n), np.float32))
         else:
             assert_tf32_close(c, a, b, rounded=tile.round_inputs)
-
-
-def test_mma_global_step_matches_float64():
-    for m, k, n in [(37, 13, 45), (33, 1, 17)]:
-        a, b = operands(m, k, n)
-        assert_tf32_close(tc.matmul(a, b, "mma_global"), a, b)
 
 
 def test_empty_matrices_need_no_launch():

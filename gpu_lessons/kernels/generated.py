@@ -5,7 +5,9 @@ file name registered with ``linecache`` (``inspect.getsource`` and the traffic t
 there). Big unrolled kernels take a minute of numba's front end each; with
 ``GPU_LESSONS_GENERATED_DIR`` set, the source is written to a file in that folder (named after a
 hash of its text, written once) and ``jit`` compiles with ``cache=True``: processes that build the
-same kernels (a benchmark's compile workers, then its timing process) share numba's disk cache.
+same kernels (a lesson's compile workers, then its timing process) share numba's disk cache.
+``compile_in_parallel`` runs those workers: a lesson with many big kernels (lesson 7) compiles them in
+several processes at once, then loads them from the cache.
 """
 
 from __future__ import annotations
@@ -13,11 +15,20 @@ from __future__ import annotations
 import hashlib
 import linecache
 import os
+import subprocess
+import sys
+import tempfile
+import time
 from pathlib import Path
 
 from numba import cuda
 
 DIRECTORY_VARIABLE = "GPU_LESSONS_GENERATED_DIR"
+DEFAULT_DIRECTORY = Path(tempfile.gettempdir()) / "gpu_lessons_generated"
+REPOSITORY = Path(__file__).resolve().parents[2]
+# A worker: import the module, call the function with its share of the job indices, exit with its status.
+_WORKER = ("import sys, importlib; sys.exit(getattr(importlib.import_module(sys.argv[1]), sys.argv[2])"
+           "([int(i) for i in sys.argv[3].split(',') if i]))")
 
 
 def directory() -> Path | None:
@@ -50,3 +61,29 @@ def jit(function, **options):
     if directory() is not None and not function.__code__.co_filename.startswith("<"):
         options["cache"] = True
     return cuda.jit(**options)(function)
+
+
+def compile_in_parallel(module: str, function: str, jobs: int, workers: int | None = None) -> float:
+    """Compile generated kernels in worker processes so that this one loads them from numba's cache.
+
+    Worker w runs ``module.function(indices)`` (``import module``; jobs w, w + workers, ...): it must
+    build and compile those kernels and return 0. The generated source goes to files first
+    (``DIRECTORY_VARIABLE`` is set to ``DEFAULT_DIRECTORY`` here when unset, and the workers inherit
+    it), so the caller's own ``jit`` of the same source finds the compiled code on disk. Returns the
+    seconds taken; a worker that fails is reported on stderr and its kernels are compiled later, in
+    this process, when they are first used.
+    """
+    if directory() is None:
+        os.environ[DIRECTORY_VARIABLE] = str(DEFAULT_DIRECTORY)
+    if jobs <= 0:
+        return 0.0
+    workers = max(1, min(jobs, workers or max(1, (os.cpu_count() or 2) - 1)))
+    start = time.perf_counter()
+    processes = [subprocess.Popen([sys.executable, "-c", _WORKER, module, function,
+                                   ",".join(str(i) for i in range(w, jobs, workers))], cwd=REPOSITORY)
+                 for w in range(workers)]
+    failed = [w for w, process in enumerate(processes) if process.wait() != 0]
+    if failed:
+        print(f"compile_in_parallel: worker(s) {failed} of {module}.{function} failed; their kernels "
+              "compile in this process when first used", file=sys.stderr)
+    return time.perf_counter() - start

@@ -19,10 +19,11 @@ from __future__ import annotations
 from types import ModuleType
 
 from ..results import LessonResult
-from . import bank_conflicts, ceilings, coalescing, gemm, littles_law, reduce, roofline, runner
+from . import bank_conflicts, ceilings, coalescing, gemm, littles_law, reduce, roofline, runner, tensor_cores
 
 LESSONS: dict[str, ModuleType] = {
-    module.NAME: module for module in (roofline, littles_law, coalescing, bank_conflicts, reduce, gemm)
+    module.NAME: module
+    for module in (roofline, littles_law, coalescing, bank_conflicts, reduce, gemm, tensor_cores)
 }
 EXPERIMENTS: dict[str, ModuleType] = {ceilings.NAME: ceilings, **LESSONS}
 

@@ -178,10 +178,13 @@ def _draw_datasheet(ax: Axes, intensity: np.ndarray, datasheet: dict) -> None:
         ax.axhline(peak, **style)
 
 
-def _draw_ridge(ax: Axes, ridge: float, peak_gflops: float) -> None:
-    color = STYLE["roof_color"]
+def _draw_ridge(ax: Axes, ridge: float, peak_gflops: float, color: str | None = None,
+                label: bool = True) -> None:
+    color = color or STYLE["roof_color"]
     ax.plot([ridge], [peak_gflops], marker="o", markersize=7, color=color, zorder=4)
     ax.axvline(ridge, color=color, linestyle=":", linewidth=0.9, zorder=1)
+    if not label:
+        return
     ax.annotate(
         f"ridge point\nI* = {ridge:.3g} FLOP/byte", xy=(ridge, peak_gflops), xytext=(-10, 12),
         textcoords="offset points", ha="right", va="bottom", fontsize=STYLE["note_size"],
@@ -236,7 +239,9 @@ def _draw_points(ax: Axes, points: pd.DataFrame) -> None:
     for kind, group in points.groupby(kinds, sort=False):
         ax.scatter(group["intensity"], group["gflops"], color=colors[kind], s=36, zorder=3,
                    label=kind, edgecolors="white", linewidths=0.6)
-    for (_, point), (dx, dy, ha) in zip(points.iterrows(), _label_offsets(ax, points), strict=True):
+    for (_, point), placed in zip(points.iterrows(), _label_offsets(ax, points), strict=True):
+        given = [point.get(key) for key in ("dx", "dy", "ha")]  # a caller's placement wins
+        dx, dy, ha = given if all(isinstance(v, str) or pd.notna(v) for v in given) else placed
         ax.annotate(
             str(point["label"]), xy=(point["intensity"], point["gflops"]), xytext=(dx, dy),
             textcoords="offset points", ha=ha, va="top", fontsize=STYLE["note_size"] - 0.5,
@@ -252,11 +257,17 @@ def roofline(
     provenance: str | None = None,
     ax: Axes | None = None,
     title: str = "Roofline",
+    roofs: dict[str, float] | None = None,
+    label_ridges: bool = True,
 ) -> Figure:
     """Log-log roofline from measured ceilings; datasheet figures dashed; points labelled.
 
-    points: columns label, intensity (FLOP/byte), gflops, and optionally kind (colour groups).
+    points: columns label, intensity (FLOP/byte), gflops, and optionally kind (colour groups) and dx, dy
+    (points), ha: where a label goes from its marker (else it is placed beside it, clear of other labels).
     datasheet: optional bandwidth_gbps and peak_gflops.
+    roofs: more measured compute ceilings, {label: GFLOP/s} (another unit's peak, e.g. the tensor
+    cores'), each drawn as a second flat roof under the same bandwidth line, with its ridge point.
+    label_ridges: write each ridge point's intensity beside it (False: in the legend instead).
     """
     if not (bandwidth_gbps > 0 and peak_gflops > 0):
         raise ValueError("bandwidth_gbps and peak_gflops must be positive")
@@ -269,20 +280,30 @@ def roofline(
     datasheet = datasheet or {}
     fig, ax = new_axes(ax)
     ridge = peak_gflops / bandwidth_gbps
-    low, high = _intensity_range(ridge, points)
+    roofs = {label: value for label, value in (roofs or {}).items() if value and value > 0}
+    low, high = _intensity_range(max([ridge, *(v / bandwidth_gbps for v in roofs.values())]), points)
     intensity = np.geomspace(low, high, 400)
 
     ax.set_xscale("log")
     ax.set_yscale("log")
     # Limits first: label placement below works in screen space.
     bottom = min([bandwidth_gbps * low] + ([points["gflops"].min()] if has_points else []))
-    top = max(peak_gflops, datasheet.get("peak_gflops") or 0)
+    top = max(peak_gflops, datasheet.get("peak_gflops") or 0, *roofs.values())
     ax.set_xlim(low, high)
     ax.set_ylim(bottom / 2, top * 3)
 
+    def ridge_note(value: float) -> str:
+        return "" if label_ridges else f"; ridge {value / bandwidth_gbps:.1f} FLOP/byte"
+
     ax.plot(intensity, _roof(intensity, bandwidth_gbps, peak_gflops), color=STYLE["roof_color"],
-            linewidth=2.2, zorder=2, label=_roof_label("measured roof", bandwidth_gbps, peak_gflops))
-    _draw_ridge(ax, ridge, peak_gflops)
+            linewidth=2.2, zorder=2,
+            label=_roof_label("measured roof", bandwidth_gbps, peak_gflops) + ridge_note(peak_gflops))
+    _draw_ridge(ax, ridge, peak_gflops, label=label_ridges)
+    for number, (label, value) in enumerate(roofs.items()):
+        color = PALETTE[(3 + number) % len(PALETTE)]
+        ax.plot(intensity, _roof(intensity, bandwidth_gbps, value), color=color, linewidth=2.0,
+                linestyle=(0, (6, 2)), zorder=2, label=_roof_label(label, None, value) + ridge_note(value))
+        _draw_ridge(ax, value / bandwidth_gbps, value, color=color, label=label_ridges)
     if datasheet:
         _draw_datasheet(ax, intensity, datasheet)
     if has_points:
@@ -295,9 +316,11 @@ def roofline(
     finish(fig, ax, title, "Arithmetic intensity (FLOP/byte)", "Performance (GFLOP/s)", provenance,
            legend_loc="lower right")
     described = f" with {len(points)} measured kernels as points" if has_points else ""
+    more = "".join(f"; a second flat roof, {label}, at {value:,.0f} GFLOP/s meets it at "
+                   f"{value / bandwidth_gbps:.1f} FLOP/byte" for label, value in roofs.items())
     return with_alt(fig, f"Log-log roofline: a slanted bandwidth roof at {bandwidth_gbps:,.0f} GB/s meets a "
                     f"flat compute roof at {peak_gflops:,.0f} GFLOP/s at the ridge point, "
-                    f"{peak_gflops / bandwidth_gbps:.1f} FLOP/byte{described}.")
+                    f"{peak_gflops / bandwidth_gbps:.1f} FLOP/byte{more}{described}.")
 
 
 def _line_positions(lines: np.ndarray) -> dict[int, float]:

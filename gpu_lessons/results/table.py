@@ -19,7 +19,8 @@ COLUMNS = (
 TEXT_COLUMNS = ("lesson", "variant", "provider")
 INTEGER_COLUMNS = ("size", "bytes", "flops", "runs")
 FLOAT_COLUMNS = ("param", "median_ms", "min_ms", "max_ms", "gbps", "gflops")
-MAY_BE_EMPTY = ("param",)  # NaN: the variant has no parameter
+MAY_BE_EMPTY = ("param", "min_ms", "max_ms")  # param NaN: the variant has no parameter; min/max NaN:
+# not recorded (a run converted from one that kept only the median, e.g. lesson 7's first GPU run)
 DERIVED = ("gbps", "gflops")  # make_table computes them when a record leaves them out
 POSITIVE = ("size", "runs", "median_ms", "min_ms", "max_ms")
 NON_NEGATIVE = ("bytes", "flops", "gbps", "gflops")  # a pure-FMA kernel moves no bytes
@@ -46,7 +47,7 @@ def make_table(records: list[dict]) -> pd.DataFrame:
     if not records:
         raise RecordingError("table: no records")
     frame = pd.DataFrame.from_records(records)
-    for name in MAY_BE_EMPTY + DERIVED:
+    for name in ("param", *DERIVED):  # a record may leave these out; every other column it must give
         if name not in frame.columns:
             frame[name] = np.nan
     return checked_table(

@@ -1,0 +1,207 @@
+"""Exercises of lesson 7 (tensor cores and cp.async): their checks and reference solutions.
+
+1. The accumulator's layout: which lane holds C[row][col] of an m16n8k8 MMA, in which register;
+   checked on all 128 elements against the PTX layout the simulator (and the H200) use.
+2. A tile through shared memory with cp.async: copy, commit, wait, barrier; checked by running the
+   kernel (one warp) against NumPy.
+3. A warp tile's work per 16-deep slab of shared memory: MMAs, 16-byte loads of A, 4-byte loads of B;
+   checked against the generated kernels' source for several tiles.
+4. Predict a number: mma_global's TFLOP/s from the bytes its warps load per MMA and the measured
+   bandwidth ceiling, checked against the H200's recorded rate at 2048^3 and 4096^3 (within 6%).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+from numba import cuda, float32
+
+from .. import lessons, ptx
+from ..kernels import tc_codegen
+from ..lessons import tensor_cores as lesson
+from ..sim.ptx import c_fragment
+from . import guarded, report
+
+# ----------------------------------------------------------------------------- exercise 1
+
+
+def check_c_owner(c_owner) -> object:
+    """``c_owner(row, col)`` returns (lane, register): who holds C[row][col] (register 0..3 = c0..c3)."""
+    name = "exercise 1 (who holds C[row][col])"
+
+    def attempt():
+        truth = {
+            cell: (lane, register) for lane in range(32) for register, cell in enumerate(c_fragment(lane))
+        }
+        for (row, col), expected in sorted(truth.items()):
+            got = c_owner(row, col)
+            if got is None or tuple(int(v) for v in got) != expected:
+                return report(
+                    name,
+                    False,
+                    f"C[{row}][{col}]: you say {got}, it is lane {expected[0]}, register "
+                    f"c{expected[1]}. Hint: lane (g, t) with g = lane // 4, t = lane % 4 holds "
+                    "C[g][2t], C[g][2t+1], C[g+8][2t], C[g+8][2t+1] in c0..c3",
+                )
+        return report(name, True, "all 128 elements of C: 4 per lane, rows g and g+8, columns 2t and 2t+1")
+
+    return guarded(name, attempt)
+
+
+def solution_c_owner(row, col):
+    g, t = row % 8, col // 2
+    return 4 * g + t, 2 * (row // 8) + col % 2
+
+
+# ----------------------------------------------------------------------------- exercise 2
+
+TILE_FLOATS = 128  # one warp, 16 bytes a lane
+
+
+def check_cp_async_tile(kernel) -> object:
+    """``kernel(x, y)``, one block of 32 threads: y[i] = x[127 - i], x staged in shared memory by cp.async."""
+    name = "exercise 2 (a tile through shared memory with cp.async)"
+
+    def attempt():
+        x = np.random.default_rng().standard_normal(TILE_FLOATS, dtype=np.float32)
+        y = np.full(TILE_FLOATS, np.nan, np.float32)
+        d_y = cuda.to_device(y)
+        kernel[1, 32](cuda.to_device(x), d_y)
+        y = d_y.copy_to_host()
+        expected = x[::-1]
+        wrong = np.flatnonzero(~(y == expected))
+        if len(wrong):
+            i = int(wrong[0])
+            seen = (
+                "NaN: the tile's poison, no copy had landed there"
+                if np.isnan(y[i])
+                else "0: a copy that read fewer bytes than it wrote (the rest is zero-filled)"
+                if y[i] == 0
+                else f"{y[i]:.4f}"
+            )
+            return report(
+                name,
+                False,
+                f"{len(wrong)} of {TILE_FLOATS} outputs wrong; y[{i}] is {seen}, expected "
+                f"{expected[i]:.4f}. Hint: each lane copies 16 bytes (4 floats, src_bytes 16); the copy "
+                "lands only after commit and wait_group(0), and a barrier makes every lane's copy "
+                "visible to the others",
+            )
+        return report(name, True, "every lane's 16 bytes landed and were read by another lane")
+
+    return guarded(name, attempt)
+
+
+@cuda.jit
+def solution_cp_async_tile(x, y):
+    tile = cuda.shared.array(128, float32)
+    t = cuda.threadIdx.x
+    for q in range(4):
+        tile[4 * t + q] = float32(np.nan)
+    cuda.syncthreads()
+    ptx.cp_async16(tile, 4 * t, x, 4 * t, 16)
+    ptx.cp_async_commit_group()
+    ptx.cp_async_wait_group(0)
+    cuda.syncthreads()
+    for q in range(4):
+        y[4 * t + q] = tile[127 - 4 * t - q]
+
+
+# ----------------------------------------------------------------------------- exercise 3
+
+SLAB_TILES = ((64, 32), (64, 64), (32, 32), (16, 8), (32, 16))  # (wm, wn): the lesson's and others
+
+
+def generated_per_slab(wm: int, wn: int) -> tuple[int, int, int]:
+    """Counted in the generated source of a tile with this warp tile and one 16-deep slab: MMAs, 16-byte
+    shared loads (of A) and 4-byte shared loads (of B), per warp."""
+    slabs = 2  # a 32-deep tile (two slabs): its copies spread evenly over the block's threads
+    tile = tc_codegen.TcTile(bm=wm, bn=max(32, wn), bk=16 * slabs, wm=wm, wn=wn, stages=2)
+    source = tc_codegen.kernel_source(tile)
+    loop = source[source.index("for tile in range(tiles):") : source.index("# write the accumulators")]
+    b_loads = len(re.findall(r"smem\[sb \+ cb", loop))
+    return loop.count("mma_tf32(") // slabs, loop.count("load4_shared(") // slabs, b_loads // slabs
+
+
+def check_per_slab(per_slab) -> object:
+    """``per_slab(wm, wn)`` returns (MMAs, 16-byte A loads, 4-byte B loads) of one warp per 16-deep slab."""
+    name = "exercise 3 (a warp tile's work per slab)"
+
+    def attempt():
+        for wm, wn in SLAB_TILES:
+            got = per_slab(wm, wn)
+            expected = generated_per_slab(wm, wn)
+            if got is None or tuple(int(v) for v in got) != expected:
+                return report(
+                    name,
+                    False,
+                    f"warp tile {wm}x{wn}: you say {got}, the generated kernel does "
+                    f"{expected[0]} MMAs, {expected[1]} 16-byte loads of A and {expected[2]} 4-byte "
+                    "loads of B per slab. Hint: a slab is 16 deep, two k-steps of 8; a lane's one "
+                    "16-byte load of A covers 4 k (rows g and g+8: two loads per 16 rows)",
+                )
+        wm, wn = 64, 64
+        mmas, a, b = generated_per_slab(wm, wn)
+        return report(
+            name,
+            True,
+            f"e.g. 64x64: {mmas} MMAs from {a + b} shared loads "
+            f"({mmas / (a + b):.2f} MMAs per load; 64x32: "
+            f"{generated_per_slab(64, 32)[0] / sum(generated_per_slab(64, 32)[1:]):.2f})",
+        )
+
+    return guarded(name, attempt)
+
+
+def solution_per_slab(wm, wn):
+    m_tiles, n_tiles = wm // 16, wn // 8
+    return 2 * m_tiles * n_tiles, 2 * m_tiles, 4 * n_tiles
+
+
+# ----------------------------------------------------------------------------- exercise 4
+
+PREDICT_SHAPES = ("2048^3", "4096^3")
+PREDICT_TOLERANCE = 0.06
+
+
+def check_mma_global_rate(predicted_tflops) -> object:
+    """``predicted_tflops(bandwidth_gbps)``: mma_global's TFLOP/s if its warps' fragment loads streamed at
+    the given bandwidth; held to the H200's recorded rates within 6%."""
+    name = "exercise 4 (predict mma_global's rate)"
+
+    def attempt():
+        result = lessons.load(lesson.NAME, live=False)
+        bandwidth = lessons.roof()["bandwidth_gbps"]
+        got = predicted_tflops(bandwidth)
+        if got is None:
+            return report(
+                name, False, "return TFLOP/s (FLOPs per MMA over bytes per MMA, times the bandwidth)"
+            )
+        for shape in PREDICT_SHAPES:
+            measured = lesson.tflops(result, "mma_global", shape)
+            error = float(got) / measured - 1
+            if abs(error) > PREDICT_TOLERANCE:
+                return report(
+                    name,
+                    False,
+                    f"you predict {float(got):.2f} TFLOP/s, {error:+.0%} from the H200's "
+                    f"{measured:.2f} at {shape} (allowed: within {PREDICT_TOLERANCE:.0%}). Hint: one "
+                    "m16n8k8 MMA is 16 x 8 x 8 multiply-adds (2 FLOPs each); for it every lane loads "
+                    "its a0..a3 and b0, b1 (4 bytes each) and nothing is reused; use the bandwidth "
+                    "you are given",
+                )
+        return report(
+            name,
+            True,
+            f"{float(got):.2f} TFLOP/s: within {PREDICT_TOLERANCE:.0%} of the H200 at "
+            f"{' and '.join(PREDICT_SHAPES)}: the loads, not the tensor cores, set its pace",
+        )
+
+    return guarded(name, attempt)
+
+
+def solution_mma_global_rate(bandwidth_gbps):
+    flops_per_mma = 2 * 16 * 8 * 8
+    bytes_per_mma = 32 * (4 + 2) * 4  # 32 lanes, a0..a3 and b0, b1, 4 bytes each
+    return bandwidth_gbps * flops_per_mma / bytes_per_mma / 1e3

@@ -1,0 +1,352 @@
+"""Lesson 7's figures: the mma.sync fragment layout and a cp.async pipeline (concept pictures drawn from
+the lesson's layout functions and pipeline model), TF32's error against K, the mma.sync ceiling, the TF32
+GEMM steps beside cuBLAS, and lesson 6's kernel with cp.async pipelines beside its counters."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch, Rectangle
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+
+from .style import (
+    PALETTE,
+    STYLE,
+    add_caption,
+    finish,
+    new_axes,
+    plain_number,
+    with_alt,
+)
+
+GROUP_COLORS = [*PALETTE[:6], "#F0E442", "#999999"]  # one per groupID g = lane // 4 (8 groups)
+
+
+def _figure(width: float, height: float) -> Figure:
+    fig, ax = new_axes(None)
+    fig.set_size_inches(width, height)
+    fig.delaxes(ax)
+    return fig
+
+
+def fragment_layout(owners: dict[str, np.ndarray]) -> Figure:
+    """Which lane holds each element of A (16x8), B (8x8) and C (16x8) of one mma.sync.m16n8k8, and in
+    which register: ``owners`` maps "A", "B", "C" to arrays of 'T<lane> <register>' strings
+    (``kernels.tensor_cores.fragment_owners``). Cells are coloured by the lane's groupID, lane // 4."""
+    fig = _figure(11.5, 6.4)
+    grid = fig.add_gridspec(1, 3, width_ratios=[8, 8, 8])
+    titles = {"A": "A (16×8, row-major): a0..a3", "B": "B (8×8, k × n): b0, b1",
+              "C": "C and D (16×8): c0..c3 → d0..d3"}
+    labels = {"A": ("k (column of A)", "m (row)"), "B": ("n (column of B)", "k (row)"),
+              "C": ("n (column)", "m (row)")}
+    for position, name in enumerate(("A", "B", "C")):
+        ax = fig.add_subplot(grid[0, position])
+        cells = owners[name]
+        rows, cols = cells.shape
+        for r in range(rows):
+            for c in range(cols):
+                lane_text, register = cells[r, c].split()
+                lane = int(lane_text[1:])
+                ax.add_patch(Rectangle((c, r), 1, 1, facecolor=GROUP_COLORS[lane // 4], alpha=0.32,
+                                       edgecolor="white", linewidth=1.2))
+                ax.text(c + 0.5, r + 0.5, f"{lane}\n{register}", ha="center", va="center", fontsize=6.6,
+                        linespacing=0.95)
+        ax.set_xlim(0, cols)
+        ax.set_ylim(rows, 0)
+        ax.set_aspect("equal")
+        ax.set_anchor("N")  # B, half as tall, at the top beside A and C
+        ax.xaxis.tick_top()
+        ax.xaxis.set_label_position("top")
+        ax.set_xticks(np.arange(cols) + 0.5, range(cols), fontsize=STYLE["tick_size"] - 1)
+        ax.set_yticks(np.arange(rows) + 0.5, range(rows), fontsize=STYLE["tick_size"] - 1)
+        ax.tick_params(length=0)
+        for side in ("top", "right", "bottom", "left"):
+            ax.spines[side].set_visible(False)
+        ax.set_title(titles[name], fontsize=STYLE["label_size"], loc="left", pad=22)
+        ax.set_xlabel(labels[name][0], fontsize=STYLE["label_size"] - 1)
+        ax.set_ylabel(labels[name][1], fontsize=STYLE["label_size"] - 1)
+    fig.suptitle("One mma.sync.m16n8k8 (TF32): the lane that holds each element, and in which register",
+                 fontsize=STYLE["title_size"], x=0.01, ha="left")
+    fig.legend(handles=[Patch(facecolor=GROUP_COLORS[g], alpha=0.32, label=f"lanes {4 * g}-{4 * g + 3}")
+                        for g in range(8)],
+               loc="outside lower center", ncols=8, fontsize=STYLE["legend_size"] - 1, frameon=False,
+               title="colour: groupID g = lane // 4;  each cell: lane, register",
+               title_fontsize=STYLE["legend_size"] - 1)
+    a, c = owners["A"], owners["C"]
+    return with_alt(fig, "Three grids, A 16 by 8, B 8 by 8 and C 16 by 8, each cell labelled with the lane "
+                    f"that holds it and the register: A[0][0] is {a[0, 0]}, A[8][4] is {a[8, 4]}, C[0][1] is "
+                    f"{c[0, 1]}; "
+                    "lanes 4g to 4g+3 share rows g and g+8 of A and C and column g of B.")
+
+
+def steady_period(schedule: pd.DataFrame, stages: int) -> float:
+    """Time per tile once a pipeline is running: the last ``stages - 1`` intervals between computes
+    (a pattern repeats every ``stages - 1`` tiles), start-up excluded."""
+    starts = schedule[schedule["what"] == "compute"].sort_values("tile")["start"].to_numpy()
+    span = min(max(1, stages - 1), len(starts) - 1)
+    return float(starts[-1] - starts[-1 - span]) / span if span > 0 else float("nan")
+
+
+def pipeline_timeline(schedules: dict[int, pd.DataFrame]) -> Figure:
+    """A time line per pipeline depth: each tile's copy (in flight) and its compute, from
+    ``lessons.tensor_cores.pipeline_schedule``; the copies of a deeper pipeline overlap the computes."""
+    depths = sorted(schedules)
+    heights = [max(1, s - 1) + 1 for s in depths]
+    fig = _figure(9.5, 1.0 + 0.42 * sum(heights) + 0.45 * len(depths))
+    grid = fig.add_gridspec(len(depths), 1, height_ratios=heights)
+    end = max(float(s["end"].max()) for s in schedules.values())
+    copy_time = None
+    periods = {}
+    for position, stages in enumerate(depths):
+        ax = fig.add_subplot(grid[position, 0])
+        schedule = schedules[stages]
+        slots = max(1, stages - 1)
+        for row in schedule.itertuples():
+            y = 0 if row.what == "compute" else 1 + (row.tile % slots)
+            color = PALETTE[row.tile % len(PALETTE)]
+            ax.add_patch(Rectangle((row.start, y + 0.1), row.end - row.start, 0.8, facecolor=color,
+                                   alpha=0.9 if row.what == "compute" else 0.35, edgecolor=color))
+            text = str(row.tile) if row.what == "compute" else f"copy {row.tile}"
+            ax.text((row.start + row.end) / 2, y + 0.5, text,
+                    ha="center", va="center", fontsize=STYLE["note_size"] - 1,
+                    color="white" if row.what == "compute" else "black")
+            if row.what == "copy":
+                copy_time = row.end - row.start
+        periods[stages] = steady_period(schedule, stages)
+        ax.set_xlim(0, end * 1.01)
+        ax.set_ylim(slots + 1, 0)
+        copies = ["loads"] if stages == 1 else [f"in flight {i + 1}" for i in range(slots)]
+        ax.set_yticks([0.5, *(1.5 + i for i in range(slots))], ["compute", *copies],
+                      fontsize=STYLE["tick_size"] - 1)
+        ax.tick_params(axis="y", length=0)
+        for side in ("top", "right", "left"):
+            ax.spines[side].set_visible(False)
+        name = ("1 stage: load, barrier, compute, barrier" if stages == 1 else
+                f"{stages} stages: up to {stages - 1} tile{'s' if stages > 2 else ''} in flight during a "
+                "compute")
+        ax.set_title(f"{name}: {periods[stages]:.2f} units per tile", fontsize=STYLE["label_size"] - 0.5,
+                     loc="left", pad=3)
+        if position == len(depths) - 1:
+            ax.set_xlabel(f"time (units of one tile's compute; a copy takes {copy_time:g})",
+                          fontsize=STYLE["label_size"])
+        else:
+            ax.set_xticklabels([])
+    fig.suptitle("A cp.async pipeline: copies of the next tiles fly while one tile is computed",
+                 fontsize=STYLE["title_size"], x=0.01, ha="left")
+    described = "; ".join(f"{s} stage{'s' if s > 1 else ''}: {p:.2f} units per tile"
+                          for s, p in periods.items())
+    return with_alt(fig, "Time lines of tile copies and computes for pipelines of "
+                    f"{', '.join(map(str, depths))} stages, a copy taking {copy_time:g} times a compute; "
+                    "in the "
+                    f"steady state {described}. With one stage nothing overlaps; with enough stages the "
+                    "copies hide behind the computes.")
+
+
+ERROR_STYLE = {  # measured groups: marker, colour, x offset (x 2^offset: side by side at one K)
+    "cuBLAS SGEMM": ("D", PALETTE[6], 0.1),
+    "our FP32 SIMT kernels": ("o", PALETTE[5], -0.1),
+    "our TF32 kernels (cvt.rna)": ("o", PALETTE[0], -0.1),
+    "cuBLAS TF32": ("D", PALETTE[2], 0.1),
+    "our TF32 kernel, no cvt.rna": ("s", PALETTE[1], 0.0),
+}
+MODEL_COLORS = {"FP32 (one FMA per k)": PALETTE[5], "TF32 rounded (cvt.rna)": PALETTE[0],
+                "TF32 cut (no cvt.rna)": PALETTE[1]}
+
+
+def _error_group(row) -> str:
+    if row["variant"] == "cublas sgemm":
+        return "cuBLAS SGEMM"
+    if row["variant"] == "cublas tf32":
+        return "cuBLAS TF32"
+    return {"fp32": "our FP32 SIMT kernels", "tf32": "our TF32 kernels (cvt.rna)",
+            "tf32 cut": "our TF32 kernel, no cvt.rna"}[row["precision"]]
+
+
+def error_against_k(model: pd.DataFrame, measured: pd.DataFrame, provenance: str | None = None) -> Figure:
+    """Relative error against float64 by K: the host model's lines (``emulated_errors``) and the GPU's
+    results (``errors``: variant, precision, k, relative_error) as points."""
+    fig, ax = new_axes(None)
+    fig.set_size_inches(8.2, 5.0)
+    for label, rows in model.groupby("model", sort=False):
+        ax.plot(rows["k"], rows["relative_error"], color=MODEL_COLORS.get(label, "black"), linewidth=1.4,
+                linestyle="--", label=f"model: {label}")
+    groups = measured.assign(group=measured.apply(_error_group, axis=1))
+    for group, (marker, color, offset) in ERROR_STYLE.items():
+        rows = groups[groups["group"] == group]
+        if rows.empty:
+            continue
+        ax.scatter(rows["k"] * 2.0**offset, rows["relative_error"], marker=marker, s=40, color=color,
+                   zorder=3,
+                   edgecolors="white", linewidths=0.5, label=f"measured: {group}")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ks = sorted(set(model["k"]) | set(measured["k"]))
+    ax.xaxis.set_major_locator(FixedLocator([k for k in ks if k & (k - 1) == 0]))
+    ax.xaxis.set_major_formatter(FuncFormatter(plain_number))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    low = min(model["relative_error"].min(), measured["relative_error"].min())
+    high = max(model["relative_error"].max(), measured["relative_error"].max())
+    ax.set_ylim(low / 3, high * 25)  # room above the lines for the legend
+    finish(fig, ax, "Error against float64: TF32's is set by its operands, FP32's grows with K",
+           "K (the sum's length; log scale)", "relative error ‖C − C64‖ / ‖C64‖ (log scale)", provenance,
+           legend_loc="upper left")
+    ax.legend(fontsize=STYLE["legend_size"] - 1, frameon=False, loc="upper left", ncols=2)
+    tf32 = measured[measured["precision"] == "tf32"]["relative_error"]
+    fp32 = measured[measured["precision"] == "fp32"]["relative_error"]
+    return with_alt(fig, "Log-log plot of relative error against K. Dashed model lines: FP32 rising with K, "
+                    "TF32 rounded and TF32 cut flat. Measured points: TF32 results "
+                    f"{tf32.min():.2e} to {tf32.max():.2e}, FP32 results {fp32.min():.1e} to "
+                    f"{fp32.max():.1e}.")
+
+
+def mma_ceiling(ceiling: pd.DataFrame, fp32_peak_tflops: float, cublas_tf32_tflops: float,
+                best_gemm_tflops: float, provenance: str | None = None) -> Figure:
+    """Bars: the mma.sync ceiling at each (warps per SM, chains); lines: cuBLAS TF32, our best TF32 GEMM
+    and the FP32 FMA ceiling, for scale."""
+    fig, ax = new_axes(None)
+    fig.set_size_inches(8.2, 4.8)
+    rows = ceiling.sort_values(["chains", "warps_per_sm"], key=lambda s: s if s.name == "warps_per_sm" else
+                               (s != 8).astype(int) * 100 + s)
+    labels = [f"{w} warps/SM\n{c} chains" for w, c in zip(rows["warps_per_sm"], rows["chains"], strict=True)]
+    x = np.arange(len(rows))
+    colors = [PALETTE[0] if c == 8 else PALETTE[5] for c in rows["chains"]]
+    ax.bar(x, rows["tflops"], color=colors, width=0.66)
+    for xi, value in zip(x, rows["tflops"], strict=True):
+        ax.annotate(f"{value:.0f}", (xi, value), xytext=(0, 3), textcoords="offset points", ha="center",
+                    va="bottom", fontsize=STYLE["note_size"])
+    for value, label, style, color in ((cublas_tf32_tflops, "cuBLAS TF32 (best size)", "--", PALETTE[2]),
+                                       (best_gemm_tflops, "our best TF32 GEMM", "-.", PALETTE[1]),
+                                       (fp32_peak_tflops, "FP32 FMA ceiling (lesson 1)", ":", "black")):
+        ax.axhline(value, color=color, linestyle=style, linewidth=1.3, label=f"{label}: {value:.0f} TFLOP/s")
+    ax.set_xticks(x, labels, fontsize=STYLE["tick_size"] - 1)
+    ax.set_ylim(0, max(cublas_tf32_tflops, rows["tflops"].max()) * 1.32)
+    finish(fig, ax, "The mma.sync ceiling: independent MMA chains on registers only",
+           "launch shape (8 chains per warp in blue)", "TFLOP/s (TF32)", provenance, legend_loc="upper left")
+    ax.legend(fontsize=STYLE["legend_size"], frameon=False, loc="upper left", ncols=2)
+    ax.grid(False, axis="x")
+    return with_alt(fig, f"Bars of the mma.sync TF32 ceiling from {rows['tflops'].min():.0f} to "
+                    f"{rows['tflops'].max():.0f} TFLOP/s across launch shapes, under a cuBLAS TF32 line at "
+                    f"{cublas_tf32_tflops:.0f} and above our best TF32 GEMM ({best_gemm_tflops:.0f}) and the "
+                    "FP32 "
+                    f"ceiling ({fp32_peak_tflops:.0f}).")
+
+
+LIBRARY_NAMES = {"cublas sgemm": "cuBLAS SGEMM (FP32)", "cublas tf32": "cuBLAS TF32"}
+
+
+def progression(wide: pd.DataFrame, provenance: str | None = None) -> Figure:
+    """Horizontal bars, first row on top: TFLOP/s of each row of ``wide`` (variants x shapes), one bar
+    per shape, log scale; the cuBLAS rows (references) in bold."""
+    shapes = list(wide.columns)
+    fig, ax = new_axes(None)
+    fig.set_size_inches(8.6, 1.8 + 0.52 * len(wide))
+    height = 0.8 / len(shapes)
+    base = np.arange(len(wide))[::-1].astype(float)
+    library = np.array([name.startswith("cublas") for name in wide.index])
+    for i, shape in enumerate(shapes):
+        values = wide[shape].to_numpy(dtype=float)
+        y = base + 0.4 - height * (i + 0.5)
+        shown = np.isfinite(values)
+        ax.barh(y[shown], values[shown], height=height * 0.9, color=PALETTE[i % len(PALETTE)],
+                label=shape.replace("^3", "³"))
+        for yy, value, ref in zip(y[shown], values[shown], library[shown], strict=True):
+            ax.annotate(f"{value:.1f}", xy=(value, yy), xytext=(3, 0), textcoords="offset points",
+                        va="center",
+                        fontsize=STYLE["note_size"] - 1, fontweight="bold" if ref else "normal")
+    names = [LIBRARY_NAMES.get(name, name) if ref else f"{number}. {name}"
+             for number, (name, ref) in enumerate(zip(wide.index, library, strict=True))]
+    ax.set_yticks(base, names)
+    for label, ref in zip(ax.get_yticklabels(), library, strict=True):
+        if ref:
+            label.set_fontweight("bold")
+    ax.set_xscale("log")
+    ax.set_xlim(wide.min().min() / 1.5, wide.max().max() * 3)
+    ax.xaxis.set_major_formatter(FuncFormatter(plain_number))
+    ax.tick_params(axis="y", length=0)
+    finish(fig, ax, "The TF32 GEMM steps between cuBLAS FP32 and cuBLAS TF32",
+           "TFLOP/s (log scale)", "", provenance, legend_loc="lower right")
+    ax.grid(False, axis="y")
+    described = "; ".join(f"{name}: {', '.join(f'{v:.0f}' for v in row if np.isfinite(v))}"
+                          for name, row in zip(wide.index, wide.to_numpy(dtype=float), strict=True))
+    return with_alt(fig, f"Horizontal bars of TFLOP/s on a log scale at {', '.join(shapes)}: {described}.")
+
+
+def simt_pipeline(summary: pd.DataFrame, provenance: str | None = None) -> Figure:
+    """Three panels per kernel (lesson 6's, its cp.async pipelines, cuBLAS SGEMM): the share of cuBLAS at
+    each shape; the issue slots busy (Nsight Compute); shared-memory wavefronts, loads and writes."""
+    fig = _figure(12.5, 4.8)
+    grid = fig.add_gridspec(1, 3)
+    names = list(summary.index)
+    short = {name: name.replace("simt ", "").replace("cp.async ", "").replace(" (lesson 6)", "\n(lesson 6)")
+             .replace("cublas sgemm", "cuBLAS\nSGEMM") for name in names}
+    labels = [short[n] + (f"\n{int(r)} regs" if np.isfinite(r) else "") for n, r in
+              zip(names, summary["registers"], strict=True)]
+    x = np.arange(len(names))
+    shares = [c for c in summary.columns if c.startswith("of_sgemm")]
+    ax = fig.add_subplot(grid[0, 0])
+    width = 0.8 / len(shares)
+    for i, column in enumerate(shares):
+        values = summary[column].to_numpy(dtype=float)
+        ax.bar(x - 0.4 + width * (i + 0.5), values, width * 0.92, color=PALETTE[i],
+               label=column.split()[-1].replace("^3", "³"))
+        for xi, value in zip(x - 0.4 + width * (i + 0.5), values, strict=True):
+            if np.isfinite(value):
+                ax.annotate(f"{value:.2f}", (xi, value), xytext=(0, 2), textcoords="offset points",
+                            ha="center", fontsize=STYLE["note_size"] - 2, rotation=90, va="bottom")
+    ax.set_ylim(0, 1.3)
+    ax.set_xticks(x, labels, fontsize=STYLE["tick_size"] - 2)
+    ax.set_title("speed: share of cuBLAS SGEMM", fontsize=STYLE["label_size"], loc="left")
+    ax.set_ylabel("GFLOP/s ÷ cuBLAS's, same shape", fontsize=STYLE["label_size"] - 1)
+    ax.legend(fontsize=STYLE["legend_size"] - 1, frameon=False, loc="upper left", ncols=2)
+
+    ax = fig.add_subplot(grid[0, 1])
+    busy = summary["issue_active"].to_numpy(dtype=float)
+    ax.bar(x, busy, color=[STYLE["reference_bar_color"] if n.startswith("cublas") else PALETTE[0]
+                           for n in names],
+           width=0.62)
+    for xi, value in zip(x, busy, strict=True):
+        if np.isfinite(value):
+            ax.annotate(f"{value:.1f}%", (xi, value), xytext=(0, 2), textcoords="offset points", ha="center",
+                        fontsize=STYLE["note_size"] - 1.5)
+    ax.set_ylim(0, 100)
+    ax.set_xticks(x, labels, fontsize=STYLE["tick_size"] - 2)
+    ax.set_title("issue slots busy (2048³)", fontsize=STYLE["label_size"], loc="left")
+    ax.set_ylabel("% of cycles an instruction issues", fontsize=STYLE["label_size"] - 1)
+
+    ax = fig.add_subplot(grid[0, 2])
+    loads = summary["shared_load_wavefronts"].to_numpy(dtype=float) / 1e6
+    writes = summary["shared_write_wavefronts"].to_numpy(dtype=float) / 1e6
+    ax.bar(x, loads, color=PALETTE[0], width=0.62, label="loads")
+    ax.bar(x, np.nan_to_num(writes), bottom=loads, color=PALETTE[4], width=0.62,
+           label="writes (stores, cp.async)")
+    for xi, low, high in zip(x, loads, writes, strict=True):
+        if not np.isfinite(low):
+            text = "not\nrecorded"
+        else:
+            text = f"{low + high:.1f}" if np.isfinite(high) else f"{low:.1f}\n(writes\nnot\nrecorded)"
+        ax.annotate(text, (xi, np.nan_to_num(low) + np.nan_to_num(high)), xytext=(0, 2),
+                    textcoords="offset points", ha="center", va="bottom", fontsize=STYLE["note_size"] - 1.5)
+    tallest = np.nan_to_num(loads) + np.nan_to_num(writes)
+    ax.set_ylim(0, tallest.max() * 1.35 if tallest.max() > 0 else 1)
+    ax.set_xticks(x, labels, fontsize=STYLE["tick_size"] - 2)
+    ax.set_title("shared-memory wavefronts (2048³)", fontsize=STYLE["label_size"], loc="left")
+    ax.set_ylabel("millions", fontsize=STYLE["label_size"] - 1)
+    ax.legend(fontsize=STYLE["legend_size"] - 1, frameon=False, loc="upper left")
+    for axis in fig.axes:
+        axis.tick_params(axis="x", length=0)
+        for side in ("top", "right"):
+            axis.spines[side].set_visible(False)
+        axis.grid(True, axis="y", color=STYLE["grid_color"], linewidth=0.7)
+        axis.set_axisbelow(True)
+    fig.suptitle("Lesson 6's FP32 kernel with cp.async pipelines: slower, and the counters say why",
+                 fontsize=STYLE["title_size"], x=0.01, ha="left")
+    if provenance:
+        add_caption(fig, provenance)
+    described = "; ".join(
+        f"{n}: {summary.loc[n, shares[-1]]:.2f} of cuBLAS at {shares[-1].split()[-1]}, issue slots "
+        f"{summary.loc[n, 'issue_active']:.1f}% busy" for n in names
+        if np.isfinite(summary.loc[n, "issue_active"]))
+    return with_alt(fig, "Three bar panels per kernel: share of cuBLAS SGEMM, issue slots busy, "
+                    f"shared-memory wavefronts. {described}.")
+
