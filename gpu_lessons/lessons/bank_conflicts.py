@@ -172,26 +172,36 @@ TRACE_GRID_STRIDE_BLOCKS = 3  # grid-stride kernels under the tracer and ncu: bl
 def traced_transposes(shape=TRACE_SHAPE, variants=None) -> pd.DataFrame:
     """Per transpose: shared requests, wavefronts and bank conflicts (ld and st), global sectors, from
     the tracer; and per tile (``tile``: its edge, ``tiles``: whole tiles of ``shape``)."""
-    rng = np.random.default_rng(4)
-    a = rng.standard_normal(shape, dtype=np.float32)
-    rows = []
-    for variant in variants or TRANSPOSE_VARIANTS:
-        out = np.zeros(shape[::-1], np.float32)
-        kernel, grid, block, args = _launch_config(variant, a, out)
-        t = trace(kernel, grid, block, *args).totals
-        if not np.array_equal(out, a.T):
-            raise AssertionError(f"{variant}: traced run did not transpose")
-        row = {"variant": variant}
-        for op in ("ld", "st"):
-            row[f"shared_{op}_requests"] = int(t[f"smsp__inst_executed_op_shared_{op}.sum"])
-            row[f"shared_{op}_wavefronts"] = int(t[f"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{op}.sum"])
-            conflicts = f"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{op}.sum"
-            row[f"shared_{op}_conflicts"] = int(t[conflicts])
-        row["global_sectors"] = int(t["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"]
-                                    + t["l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"])
-        row["ideal_sectors"] = 2 * a.nbytes // 32
-        rows.append(row)
+    a = np.random.default_rng(4).standard_normal(shape, dtype=np.float32)
+    rows = [traffic_counts(variant, trace_transpose(variant, a).totals, a.nbytes)
+            for variant in variants or TRANSPOSE_VARIANTS]
     return with_per_tile(pd.DataFrame(rows), shape)
+
+
+def trace_transpose(variant: str, a: np.ndarray):
+    """The tracer's ``MemoryTrace`` of one transpose of host matrix ``a``, launched as the lesson
+    launches it (the result checked against a.T)."""
+    out = np.zeros(a.shape[::-1], np.float32)
+    kernel, grid, block, args = _launch_config(variant, a, out)
+    counts = trace(kernel, grid, block, *args)
+    if not np.array_equal(out, a.T):
+        raise AssertionError(f"{variant}: traced run did not transpose")
+    return counts
+
+
+def traffic_counts(variant: str, totals: dict, matrix_bytes: int) -> dict:
+    """A row of ``traced_transposes`` from the tracer's totals (or ncu's metrics) of one launch."""
+    row = {"variant": variant}
+    for op in ("ld", "st"):
+        row[f"shared_{op}_requests"] = int(totals[f"smsp__inst_executed_op_shared_{op}.sum"])
+        wavefronts = f"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{op}.sum"
+        row[f"shared_{op}_wavefronts"] = int(totals[wavefronts])
+        conflicts = f"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{op}.sum"
+        row[f"shared_{op}_conflicts"] = int(totals[conflicts])
+    row["global_sectors"] = int(totals["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"]
+                                + totals["l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"])
+    row["ideal_sectors"] = 2 * matrix_bytes // 32
+    return row
 
 
 def with_per_tile(traffic: pd.DataFrame, shape) -> pd.DataFrame:
