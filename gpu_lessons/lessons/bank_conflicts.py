@@ -370,7 +370,7 @@ def _transposes_at(shape):
             raise AssertionError(f"copy {shape} did not copy exactly")
         for variant in TRANSPOSE_VARIANTS:
             if shape == SQUARE:
-                kernel, _, _, args = _device_launch_config(variant, a, out)
+                kernel, args = _kernel_and_args(variant, a, out)
                 run.kernel(kernel_name(variant), kernel, args, sass_pattern=_sass_pattern(variant))
             poison(out)
             launch = k.transpose_launcher(variant, a, out)
@@ -414,14 +414,13 @@ def _sass_pattern(variant: str) -> str:
     return VECTOR_SASS if "vec4" in variant else MEMORY_SASS
 
 
-def _device_launch_config(variant, a, out):
-    """(kernel, grid, block, args) on 2-D device arrays; grid-stride grids are the caller's."""
+def _kernel_and_args(variant, a, out):
+    """A transpose's kernel and the arguments it is launched with, on 2-D device arrays a and out."""
     rows, cols = a.shape
     if variant in k.TILE64_KERNELS or variant in k.TILE32_VEC4_KERNELS:
         kernel = {**k.TILE64_KERNELS, **k.TILE32_VEC4_KERNELS}[variant]
-        args = (a.reshape(rows * cols), out.reshape(rows * cols), rows, cols, k._vector_ok(a, out))
-        return kernel, None, None, args
-    return VARIANT_KERNELS[variant], None, None, (a, out)
+        return kernel, (a.reshape(rows * cols), out.reshape(rows * cols), rows, cols, k._vector_ok(a, out))
+    return VARIANT_KERNELS[variant], (a, out)
 
 
 def _experiments(variants):
@@ -434,7 +433,7 @@ def _experiments(variants):
         out = cuda.device_array((cols_n, rows_n), np.float32)
         common = {"size": n, "param": rows_n, "bytes_moved": 8 * n, "flops": 0}
         for variant in variants:
-            kernel, _, _, args = _device_launch_config(variant, a, out)
+            kernel, args = _kernel_and_args(variant, a, out)
             run.kernel(kernel_name(variant), kernel, args, sass_pattern=_sass_pattern(variant))
             blocks = None
             if variant in k.GRID_STRIDE_VARIANTS:  # a resident grid: what the driver lets one SM hold
@@ -454,7 +453,7 @@ def _experiments(variants):
 
 def _traffic(run: Run) -> None:
     """The tracer's shared-memory requests and wavefronts of every transpose, per tile."""
-    traffic = traced_transposes(TRAFFIC_SHAPE, ALL_TRANSPOSES)
+    traffic = traced_transposes(TRAFFIC_SHAPE, [v for v in ALL_TRANSPOSES if _design(v).tile])
     traffic = traffic[traffic["tile"] > 0]
     run.facts["transpose_traffic"] = {"shape": list(TRAFFIC_SHAPE),
                                       "rows": traffic.drop(columns=["tile", "tiles"]).to_dict("records")}
