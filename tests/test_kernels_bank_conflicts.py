@@ -27,7 +27,7 @@ def test_shared_stride_with_a_1024_thread_block():
 
 @pytest.mark.parametrize("rows", [4, 32])
 def test_the_loop_tile_takes_any_block_of_32_by_rows(rows):
-    a = random(33, 20)
+    a = random(20, 33)  # one row of two tiles
     assert np.array_equal(k.transpose_padded_loop(a, block=(32, rows)), a.T)
 
 

@@ -31,10 +31,24 @@ def recording() -> LessonResult:
     return results.read_result(lesson.NAME)
 
 
+def one_tile(variant: str) -> tuple[int, int]:
+    return (64, 64) if "tile64" in variant else (32, 32)
+
+
+@cache
+def traced(variant: str):
+    """The tracer's MemoryTrace of one transpose of a matrix of one tile (traced once per test run)."""
+    shape = one_tile(variant)
+    a = np.arange(shape[0] * shape[1], dtype=np.float32).reshape(shape)
+    return lesson.trace_transpose(variant, a)
+
+
 @cache
 def traffic() -> pd.DataFrame:
-    """The tracer's counts of every tiled transpose of one 64x64 matrix (traced once per test run)."""
-    return lesson.traced_transposes(lesson.TRAFFIC_SHAPE, TILED).set_index("variant")
+    """The tracer's counts of every tiled transpose, one tile each, as traced_transposes gives them."""
+    rows = [lesson.with_per_tile(pd.DataFrame([lesson.traffic_counts(v, traced(v).totals, 4 * 32 * 32)]),
+                                 one_tile(v)) for v in TILED]
+    return pd.concat(rows).set_index("variant")
 
 
 # ----------------------------------------------------------------------------- the tracer's counts
@@ -60,8 +74,13 @@ WAVEFRONTS_PER_TILE = {
 
 def test_wavefronts_per_tile():
     assert traffic()["wavefronts_per_tile"].to_dict() == WAVEFRONTS_PER_TILE
-    tiles = traffic()["tiles"]
-    assert tiles["tile32_padded_2tiles"] == 4 and tiles["tile64_swizzled"] == 1
+
+
+def test_traced_transposes_counts_per_whole_tile():
+    """What the run records: a 64x64 matrix, four 32x32 tiles walked by three blocks."""
+    counts = lesson.traced_transposes(lesson.TRAFFIC_SHAPE, ["tile32_padded_grid_stride"]).iloc[0]
+    assert counts["tiles"] == 4 and counts["wavefronts_per_tile"] == 64
+    assert counts["global_sectors"] == counts["ideal_sectors"] == 2 * 64 * 64 * 4 // 32
 
 
 def test_padded_and_swizzled_tiles_have_no_conflicts():
@@ -72,7 +91,8 @@ def test_padded_and_swizzled_tiles_have_no_conflicts():
 
 
 def test_every_tile_moves_only_the_ideal_sectors():
-    assert (traffic()["global_sectors"] == traffic()["ideal_sectors"]).all()
+    ideal = {v: 2 * 4 * one_tile(v)[0] ** 2 // 32 for v in TILED}
+    assert traffic()["global_sectors"].to_dict() == ideal
 
 
 def test_check_runs_every_kernel_against_numpy(monkeypatch):
@@ -160,8 +180,9 @@ def test_step_effects_pair_variants_that_differ_in_one_thing():
 
 def test_recorded_traffic_prefers_the_runs_own_tracer_counts(monkeypatch, tmp_path):
     """A run's 'traced wavefronts per tile' section, written and read back, is what the model reads."""
-    rows = traffic().loc[["tile32_vec4"]].reset_index()  # traced before the tracer is replaced
-    monkeypatch.setattr(lesson, "traced_transposes", lambda shape, variants: rows)
+    one = traffic().loc[["tile32_vec4"]].reset_index()  # one 32x32 tile
+    monkeypatch.setattr(lesson, "TRAFFIC_SHAPE", (32, 32))
+    monkeypatch.setattr(lesson, "traced_transposes", lambda shape, variants: one)
     run = runner.Run(lesson.NAME)
     lesson._traffic(run)
     recorded = recording()
@@ -337,15 +358,12 @@ KERNEL_LAYOUTS = [
 
 @pytest.mark.parametrize("layout, width, variant, source", KERNEL_LAYOUTS)
 def test_tile_words_are_where_the_kernels_put_each_element(layout, width, variant, source):
-    a = np.arange(width * width, dtype=np.float32).reshape(width, width)
-    out = np.zeros_like(a)
-    kernel, grid, block, args = lesson._launch_config(variant, a, out)
-    request = trace(kernel, grid, block, *args).request(source=source, op="ld")
+    assert one_tile(variant) == (width, width)
+    request = traced(variant).request(source=source, op="ld")  # warp 0's first read of the tile
     rows, cols = lesson.warp_read_elements(layout)
     expected = lesson.tile_words(layout, width, width)[rows, cols]
     assert request.sort_values("lane")["word"].tolist() == expected.tolist()
     assert lesson.request_wavefronts(expected) == request.attrs["wavefronts"]
-    assert np.array_equal(out, a.T)
 
 
 def test_bank_layouts_for_the_picture():
@@ -395,6 +413,8 @@ def test_the_sections_run_end_to_end_with_a_fixed_clock(monkeypatch):
     monkeypatch.setattr(lesson, "SQUARE", (32, 36))  # a whole tile and an edge
     counts = traffic().reset_index()  # traced before the tracer is replaced by its result
     monkeypatch.setattr(lesson, "traced_transposes", lambda shape, variants: counts)
+    monkeypatch.setattr(lesson, "poison", lambda array: array.copy_to_device(  # the fill kernel: slow here
+        np.full(array.shape, np.nan, array.dtype)))
     sections = (runner.Section("shared reads", lesson._shared_reads),
                 runner.Section("transposes", lesson._transposes_at((32, 36))),
                 *(s for s in lesson.SECTIONS

@@ -33,7 +33,15 @@ import numba
 import numpy as np
 from numba import cuda
 
-from ..checks import InputError, require_array, require_block, require_choice, require_contiguous, require_int
+from ..checks import (
+    InputError,
+    _pointer,
+    require_array,
+    require_block,
+    require_choice,
+    require_contiguous,
+    require_int,
+)
 from ..vector import load4, store4, store4_shared
 from .arrays import is_device_array, returned, to_device
 from .launch import THREADS_PER_BLOCK, blocks_to_cover, resident_blocks
@@ -505,8 +513,6 @@ def tile64_grid(shape) -> tuple[int, int]:
 
 def _vector_ok(a, out) -> int:
     """1 when 16-byte accesses are legal: rows of whole float4 groups, buffers 16-byte aligned."""
-    from ..checks import _pointer
-
     rows, cols = a.shape
     aligned = _pointer(a) % 16 == 0 and _pointer(out) % 16 == 0
     return int(rows % 4 == 0 and cols % 4 == 0 and aligned)

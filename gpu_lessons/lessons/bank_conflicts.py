@@ -172,26 +172,36 @@ TRACE_GRID_STRIDE_BLOCKS = 3  # grid-stride kernels under the tracer and ncu: bl
 def traced_transposes(shape=TRACE_SHAPE, variants=None) -> pd.DataFrame:
     """Per transpose: shared requests, wavefronts and bank conflicts (ld and st), global sectors, from
     the tracer; and per tile (``tile``: its edge, ``tiles``: whole tiles of ``shape``)."""
-    rng = np.random.default_rng(4)
-    a = rng.standard_normal(shape, dtype=np.float32)
-    rows = []
-    for variant in variants or TRANSPOSE_VARIANTS:
-        out = np.zeros(shape[::-1], np.float32)
-        kernel, grid, block, args = _launch_config(variant, a, out)
-        t = trace(kernel, grid, block, *args).totals
-        if not np.array_equal(out, a.T):
-            raise AssertionError(f"{variant}: traced run did not transpose")
-        row = {"variant": variant}
-        for op in ("ld", "st"):
-            row[f"shared_{op}_requests"] = int(t[f"smsp__inst_executed_op_shared_{op}.sum"])
-            row[f"shared_{op}_wavefronts"] = int(t[f"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{op}.sum"])
-            conflicts = f"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{op}.sum"
-            row[f"shared_{op}_conflicts"] = int(t[conflicts])
-        row["global_sectors"] = int(t["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"]
-                                    + t["l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"])
-        row["ideal_sectors"] = 2 * a.nbytes // 32
-        rows.append(row)
+    a = np.random.default_rng(4).standard_normal(shape, dtype=np.float32)
+    rows = [traffic_counts(variant, trace_transpose(variant, a).totals, a.nbytes)
+            for variant in variants or TRANSPOSE_VARIANTS]
     return with_per_tile(pd.DataFrame(rows), shape)
+
+
+def trace_transpose(variant: str, a: np.ndarray):
+    """The tracer's ``MemoryTrace`` of one transpose of host matrix ``a``, launched as the lesson
+    launches it (the result checked against a.T)."""
+    out = np.zeros(a.shape[::-1], np.float32)
+    kernel, grid, block, args = _launch_config(variant, a, out)
+    counts = trace(kernel, grid, block, *args)
+    if not np.array_equal(out, a.T):
+        raise AssertionError(f"{variant}: traced run did not transpose")
+    return counts
+
+
+def traffic_counts(variant: str, totals: dict, matrix_bytes: int) -> dict:
+    """A row of ``traced_transposes`` from the tracer's totals (or ncu's metrics) of one launch."""
+    row = {"variant": variant}
+    for op in ("ld", "st"):
+        row[f"shared_{op}_requests"] = int(totals[f"smsp__inst_executed_op_shared_{op}.sum"])
+        wavefronts = f"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{op}.sum"
+        row[f"shared_{op}_wavefronts"] = int(totals[wavefronts])
+        conflicts = f"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{op}.sum"
+        row[f"shared_{op}_conflicts"] = int(totals[conflicts])
+    row["global_sectors"] = int(totals["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"]
+                                + totals["l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"])
+    row["ideal_sectors"] = 2 * matrix_bytes // 32
+    return row
 
 
 def with_per_tile(traffic: pd.DataFrame, shape) -> pd.DataFrame:
@@ -360,7 +370,7 @@ def _transposes_at(shape):
             raise AssertionError(f"copy {shape} did not copy exactly")
         for variant in TRANSPOSE_VARIANTS:
             if shape == SQUARE:
-                kernel, _, _, args = _device_launch_config(variant, a, out)
+                kernel, args = _kernel_and_args(variant, a, out)
                 run.kernel(kernel_name(variant), kernel, args, sass_pattern=_sass_pattern(variant))
             poison(out)
             launch = k.transpose_launcher(variant, a, out)
@@ -404,14 +414,13 @@ def _sass_pattern(variant: str) -> str:
     return VECTOR_SASS if "vec4" in variant else MEMORY_SASS
 
 
-def _device_launch_config(variant, a, out):
-    """(kernel, grid, block, args) on 2-D device arrays; grid-stride grids are the caller's."""
+def _kernel_and_args(variant, a, out):
+    """A transpose's kernel and the arguments it is launched with, on 2-D device arrays a and out."""
     rows, cols = a.shape
     if variant in k.TILE64_KERNELS or variant in k.TILE32_VEC4_KERNELS:
         kernel = {**k.TILE64_KERNELS, **k.TILE32_VEC4_KERNELS}[variant]
-        args = (a.reshape(rows * cols), out.reshape(rows * cols), rows, cols, k._vector_ok(a, out))
-        return kernel, None, None, args
-    return VARIANT_KERNELS[variant], None, None, (a, out)
+        return kernel, (a.reshape(rows * cols), out.reshape(rows * cols), rows, cols, k._vector_ok(a, out))
+    return VARIANT_KERNELS[variant], (a, out)
 
 
 def _experiments(variants):
@@ -424,7 +433,7 @@ def _experiments(variants):
         out = cuda.device_array((cols_n, rows_n), np.float32)
         common = {"size": n, "param": rows_n, "bytes_moved": 8 * n, "flops": 0}
         for variant in variants:
-            kernel, _, _, args = _device_launch_config(variant, a, out)
+            kernel, args = _kernel_and_args(variant, a, out)
             run.kernel(kernel_name(variant), kernel, args, sass_pattern=_sass_pattern(variant))
             blocks = None
             if variant in k.GRID_STRIDE_VARIANTS:  # a resident grid: what the driver lets one SM hold
@@ -444,7 +453,7 @@ def _experiments(variants):
 
 def _traffic(run: Run) -> None:
     """The tracer's shared-memory requests and wavefronts of every transpose, per tile."""
-    traffic = traced_transposes(TRAFFIC_SHAPE, ALL_TRANSPOSES)
+    traffic = traced_transposes(TRAFFIC_SHAPE, [v for v in ALL_TRANSPOSES if _design(v).tile])
     traffic = traffic[traffic["tile"] > 0]
     run.facts["transpose_traffic"] = {"shape": list(TRAFFIC_SHAPE),
                                       "rows": traffic.drop(columns=["tile", "tiles"]).to_dict("records")}

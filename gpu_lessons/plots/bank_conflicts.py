@@ -251,7 +251,7 @@ def cost_model_bars(model: pd.DataFrame, provenance: str | None = None, ax: Axes
                     fontsize=STYLE["note_size"] - 0.5)
     ax.set_yticks(positions, model["variant"])
     ax.set_xlim(0, float(max(model["measured_us"].max(), model["pipe_us"].max())) * 1.45)
-    ax.set_ylim(-1.3, len(model) - 0.5)
+    ax.set_ylim(-1.9, len(model) - 0.5)  # an empty band under the bars holds the legend
     ax.tick_params(axis="y", length=0)
     ax.legend(loc="lower right", fontsize=STYLE["legend_size"] - 1, frameon=True, facecolor="white",
               edgecolor="none", framealpha=1)
