@@ -80,7 +80,7 @@ def device_info() -> DeviceInfo:
             sm_clock_mhz=0.0, memory_clock_mhz=0.0, memory_bus_bits=0, memory_gib=0.0, l2_mib=0.0,
             driver="none", cuda_runtime="none", **_versions(),
         )
-    from numba import cuda
+    from numba import cuda  # here, once the mode is known: only GPU mode asks the device
 
     dev = cuda.get_current_device()
     ctx = cuda.current_context()

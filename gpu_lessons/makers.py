@@ -40,12 +40,23 @@ RECORDERS = (
           ("checks/ncu_counters.csv", "checks/ncu_counters.json"),
           "Nsight Compute's request, sector and wavefront counts: the simulator's traffic counter is "
           "held to them"),
+    Maker("python benchmarks/record_ptx_primitives.py --out data/<gpu>/checks",
+          ("checks/ptx_primitives.npz", "checks/ptx_primitives.json"),
+          "mma.sync, cvt.rna.tf32 and cp.async outputs on the GPU: the simulator's PTX semantics are held "
+          "to them"),
     Maker("python benchmarks/record_occupancy_driver.py --out data/<gpu>/checks",
           ("checks/occupancy_driver.csv", "checks/occupancy_driver.json"),
           "the driver's resident blocks per SM for every kernel: the occupancy calculator is held to them"),
 )
 
 RETIRED_PROBES = (
+    Maker("benchmarks/tensor_cores_gpu.py (lesson 7's first GPU run; superseded by gpu-lessons record "
+          "tensor_cores)",
+          ("probes/tensor_cores.csv", "probes/tensor_cores.meta.json",
+           "probes/tensor_cores_ncu.csv", "probes/tensor_cores_ncu.meta.json"),
+          "TF32 mma.sync and cp.async GEMMs against cuBLAS FP32 and TF32, with ncu counters",
+          answered="Numba's mma.sync TF32 GEMM reaches 2.2x cuBLAS SGEMM at 4096^3 (113.6 TFLOP/s); a "
+                   "cp.async pipeline does not speed up lesson 6's SIMT kernel"),
     Maker("benchmarks/bench_spin_check.py (retired; git history)",
           ("probes/bench_spin_check.json", "probes/bench_spin_check.meta.json"),
           "how long the spin before each timed launch lasts, old and new",

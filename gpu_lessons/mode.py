@@ -48,7 +48,7 @@ def _imported_mode() -> str | None:
     """The mode numba.cuda was already imported in, or None if it was not imported yet."""
     if "numba.cuda" not in sys.modules:
         return None
-    from numba.cuda.core import config
+    from numba.cuda.core import config  # numba.cuda is already imported here (checked above)
 
     return "sim" if config.ENABLE_CUDASIM else "gpu"
 

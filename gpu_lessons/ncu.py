@@ -13,6 +13,7 @@ parsing and matching are tested in CI.
 
 from __future__ import annotations
 
+import argparse
 import csv
 import datetime as dt
 import io
@@ -24,6 +25,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from numba import cuda
+
+from .device import device_info
 from .provenance import git_revision
 
 NCU_FLAGS = ("--target-processes", "all", "--clock-control", "none", "--csv", "--page", "raw",
@@ -50,10 +54,6 @@ class Case:
 
 def launch_all(cases: list[Case], manifest: Path) -> int:
     """Launch each case once (this runs under ncu) and write the launch order to ``manifest``."""
-    from numba import cuda
-
-    from .device import device_info
-
     launches, wrong = [], []
     for case in cases:
         case.launch()
@@ -213,14 +213,12 @@ def fake_ncu_csv(launches: list[dict], metrics: list[str], values: list[dict]) -
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m gpu_lessons.ncu launch LESSON --manifest PATH``: the process ncu profiles."""
-    import argparse
-
     parser = argparse.ArgumentParser(prog="python -m gpu_lessons.ncu")
     parser.add_argument("command", choices=["launch"])
     parser.add_argument("lesson")
     parser.add_argument("--manifest", type=Path, required=True)
     options = parser.parse_args(argv)
-    from . import lessons
+    from . import lessons  # here: the lessons import this module (ncu.Case), a cycle at the top
 
     module = lessons.get(options.lesson, include_ceilings=True)
     return launch_all(module.ncu_cases(), options.manifest)

@@ -34,10 +34,15 @@ are not device attributes: they are the per-architecture constants of ``cuda_occ
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import asdict, dataclass, field, fields
 from functools import lru_cache
 
+import pandas as pd
+from numba import cuda, typeof
+
+from . import SIMULATED, results
 from .checks import InputError, require_int
 
 LIMITERS = ("warps", "threads", "blocks", "registers", "shared memory")
@@ -230,8 +235,6 @@ def shared_to_limit(threads_per_block: int, blocks_per_sm: int, limits: SMLimits
 
 
 def _read_device_limits() -> SMLimits:
-    from numba import cuda
-
     dev = cuda.get_current_device()
 
     def attribute(*names):  # the binding's enum spelling differs from numba's old one for a few
@@ -270,8 +273,6 @@ FACT = "sm_limits"
 
 def recorded_limits(gpu: str | None = None) -> SMLimits:
     """The SM limits kept with a GPU's recording of lesson 2."""
-    from . import results
-
     result = results.read_result(RECORDING, gpu=gpu)
     return SMLimits.from_dict(result.evidence.fact(FACT),
                               source=f"recorded on {result.meta['gpu']} ({result.evidence.origin})")
@@ -280,8 +281,6 @@ def recorded_limits(gpu: str | None = None) -> SMLimits:
 @lru_cache(maxsize=1)
 def sm_limits() -> SMLimits:
     """This GPU's SM limits in GPU mode; the recorded reference GPU's on the simulator."""
-    from . import SIMULATED
-
     return recorded_limits() if SIMULATED else _read_device_limits()
 
 
@@ -318,14 +317,10 @@ def kernel_resources(kernel, *args, signature=None) -> KernelResources:
     neither, the kernel's only compiled signature. On the simulator there is no compiler: read the
     recorded figures (``lessons.littles_law.recorded_resources``) instead.
     """
-    from . import SIMULATED
-
     if SIMULATED:
         raise InputError("kernel resources come from the GPU compiler: on the simulator, use the "
                          "recorded ones (lessons.littles_law.recorded_resources())")
     if args:
-        from numba import typeof
-
         signature = tuple(typeof(a) for a in args)
         kernel.compile(signature)
     key = _signature_key(kernel, signature)
@@ -350,8 +345,6 @@ def kernel_occupancy(kernel, threads_per_block: int, dynamic_shared_bytes: int =
 def driver_blocks_per_sm(kernel, threads_per_block: int, dynamic_shared_bytes: int = 0,
                          signature=None) -> int:
     """The driver's answer (cuOccupancyMaxActiveBlocksPerMultiprocessor), GPU mode only."""
-    from numba import cuda
-
     key = _signature_key(kernel, signature)
     cufunc = kernel.overloads[key]._codelibrary.get_cufunc()
     result = cuda.current_context().get_active_blocks_per_multiprocessor(
@@ -373,12 +366,6 @@ def recorded_driver_table(gpu: str | None = None, root=None):
     per SM and the calculator's at the time, twice: ``driver``, ``calculator``, ``limiter``, ``agree``
     for the kernel as compiled (the plain 48 KiB limit), the same with ``_opt_in`` for the kernel with
     its dynamic limit raised (``occupancy(..., opt_in=True)``). ``.attrs['sm_limits']``: the GPU's limits."""
-    import json
-
-    import pandas as pd
-
-    from . import results
-
     folder = results.data_root(root) / (gpu or results.DEFAULT_GPU) / "checks"
     csv_path, json_path = folder / f"{DRIVER_TABLE}.csv", folder / f"{DRIVER_TABLE}.json"
     if not csv_path.exists():

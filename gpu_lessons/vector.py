@@ -11,6 +11,7 @@ On the simulator they are plain Python and count as one 16-byte access in the tr
 """
 
 from . import SIMULATED
+from .sim import trace
 
 
 def _raw(array):
@@ -21,16 +22,12 @@ def _raw(array):
 
 def python_load4(array, i):
     """load4 as plain Python: the simulator runs it, and the tracer counts one 16-byte access."""
-    from .sim import trace
-
     trace.note_vector_access(array, 4 * i, 4, False)
     data = _raw(array)
     return data[4 * i], data[4 * i + 1], data[4 * i + 2], data[4 * i + 3]
 
 
 def python_store4(array, i, x0, x1, x2, x3):
-    from .sim import trace
-
     trace.note_vector_access(array, 4 * i, 4, True)
     data = _raw(array)
     data[4 * i], data[4 * i + 1], data[4 * i + 2], data[4 * i + 3] = x0, x1, x2, x3
@@ -39,7 +36,7 @@ def python_store4(array, i, x0, x1, x2, x3):
 if SIMULATED:
     load4, store4 = python_load4, python_store4
 
-else:
+else:  # the intrinsics compile only for a GPU: llvmlite and numba's CUDA typing are needed there alone
     from llvmlite import ir
     from numba.cuda import types
     from numba.cuda.extending import intrinsic
@@ -86,10 +83,8 @@ else:
         return sig, codegen
 
     # With a GPU, the tracer runs kernels on the simulator: it swaps these for their Python twins.
-    from .sim.trace import register_python_twin
-
-    register_python_twin(load4, python_load4)
-    register_python_twin(store4, python_store4)
+    trace.register_python_twin(load4, python_load4)
+    trace.register_python_twin(store4, python_store4)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -100,16 +95,12 @@ else:
 
 
 def python_load2(array, i):
-    from .sim import trace
-
     trace.note_vector_access(array, 2 * i, 2, False)
     data = _raw(array)
     return data[2 * i], data[2 * i + 1]
 
 
 def python_store2(array, i, x0, x1):
-    from .sim import trace
-
     trace.note_vector_access(array, 2 * i, 2, True)
     data = _raw(array)
     data[2 * i], data[2 * i + 1] = x0, x1
@@ -156,8 +147,8 @@ else:
 
         return sig, codegen
 
-    register_python_twin(load2, python_load2)
-    register_python_twin(store2, python_store2)
+    trace.register_python_twin(load2, python_load2)
+    trace.register_python_twin(store2, python_store2)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -206,5 +197,5 @@ else:
 
         return sig, codegen
 
-    register_python_twin(load4_shared, python_load4)
-    register_python_twin(store4_shared, python_store4)
+    trace.register_python_twin(load4_shared, python_load4)
+    trace.register_python_twin(store4_shared, python_store4)

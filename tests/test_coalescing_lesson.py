@@ -1,223 +1,49 @@
-"""Lesson 3 (coalescing): particle layouts, access widths and add_vec4 against NumPy on awkward
-sizes and misaligned views; the tracer's sector counts behind the model; the lesson's plumbing."""
+"""Lesson 3 (coalescing): the tracer's sector counts behind the models, the models against the
+recording (sectors, DRAM bytes in 64-byte granules, particle bytes), the readers of the recording's
+evidence, the figures, and the new sections and Nsight Compute cases run at toy sizes on the
+simulator (timing replaced by a fixed one)."""
+
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 import pytest
+from numba.cuda.simulator.kernel import FakeCUDAKernel
 
 import gpu_lessons
-from gpu_lessons import plots
-from gpu_lessons.checks import InputError
+from gpu_lessons import bench, lessons, ncu, plots
 from gpu_lessons.kernels import coalescing as k
 from gpu_lessons.lessons import coalescing as lesson
-
-rng = np.random.default_rng()
-DT = np.float32(0.01)
-
-
-def random(*shape):
-    return rng.standard_normal(shape, dtype=np.float32)
+from gpu_lessons.lessons import runner
+from gpu_lessons.results import Evidence, RecordingError, make_table
 
 
-# ------------------------------------------------------------------------------ particles
+@pytest.fixture(scope="module")
+def recording():
+    return lessons.load("coalescing", live=False)
 
 
-@pytest.mark.parametrize("n", [1, 37, 1027])
-@pytest.mark.parametrize("layout", ["aos", "aosoa", "padded"])
-def test_particle_layouts_match_numpy(layout, n):
-    records = random(n, 6)
-    got = k.update_particles(records, DT, layout)
-    assert np.allclose(got, k.particles_reference(records, DT), rtol=1e-6, atol=1e-6)
-    assert np.array_equal(got[:, 3:], records[:, 3:])  # velocities untouched
+def _row(variant, size, param, gbps, provider="gpu_lessons"):
+    ms = 8 * size / gbps / 1e6
+    return {"lesson": "coalescing", "variant": variant, "provider": provider, "size": size, "param": param,
+            "bytes": 8 * size, "flops": 0, "runs": 25, "median_ms": ms, "min_ms": ms, "max_ms": ms}
 
 
-@pytest.mark.parametrize("variant", k.PARTICLE_SOA_VARIANTS)
-@pytest.mark.parametrize("n", [3, 1027])
-def test_soa_variants_match_numpy(variant, n):
-    records = random(n, 6)
-    got = k.update_particles(records, DT, "soa", variant)
-    assert np.allclose(got, k.particles_reference(records, DT), rtol=1e-6, atol=1e-6)
+def _with_rows(result, rows):
+    """The recording with extra rows (the experiments it predates), same evidence."""
+    return replace(result, table=pd.concat([result.table, make_table(rows)], ignore_index=True))
 
 
-def test_layout_conversions_round_trip():
-    records = random(45, 6)
-    assert np.array_equal(k.from_aosoa(k.to_aosoa(records), 45), records)
-    assert np.array_equal(k.from_padded(k.to_padded(records)), records)
-    blocks = k.to_aosoa(records)
-    assert blocks.shape == (2, 6, 32) and np.array_equal(blocks[1, 4, :13], records[32:, 4])
+# ------------------------------------------------------------------------------ the tracer
 
 
-def test_device_layout_kernels_agree_with_the_host_ones():
-    from numba import cuda
-
-    records = random(45, 6)
-    fields = [cuda.to_device(np.ascontiguousarray(records[:, f])) for f in range(6)]
-    aos = cuda.device_array((45, 6), np.float32)
-    k.soa_to_aos_launch(fields, aos)
-    assert np.array_equal(aos.copy_to_host(), records)
-    blocks = cuda.to_device(np.zeros((2, 6, 32), np.float32))
-    k.aos_to_aosoa_launch(aos, blocks)
-    assert np.array_equal(blocks.copy_to_host(), k.to_aosoa(records))
-    flat = cuda.device_array(45 * 8, np.float32)
-    k.aos_to_padded_launch(aos, flat)
-    assert np.array_equal(flat.copy_to_host(), k.to_padded(records))
-    back = cuda.device_array((45, 6), np.float32)
-    k.padded_to_aos_launch(flat, back)
-    assert np.array_equal(back.copy_to_host(), records)
-    k.aosoa_to_aos_launch(blocks, back)
-    assert np.array_equal(back.copy_to_host(), records)
-
-
-def test_aos_field_reads_cost_six_times_the_sectors_of_soa():
-    from gpu_lessons.sim import trace
-
-    records = random(64, 6)
-    aos = trace.trace(k.particles_aos_kernel, 1, 64, records.copy(), DT)
-    fields = [np.ascontiguousarray(records[:, f]) for f in range(6)]
-    soa = trace.trace(k.particles_soa_kernel, 1, 64, *fields, DT)
-    assert aos.sectors_per_request("ld") == 24  # 32 records of 24 bytes: 768 bytes
-    assert soa.sectors_per_request("ld") == 4
-
-
-@pytest.mark.parametrize("call, message", [
-    (lambda: k.update_particles(np.zeros((4, 5), np.float32), DT), r"shape \(n, 6\)"),
-    (lambda: k.update_particles(np.zeros((4, 6), np.float64), DT), "dtype float32"),
-    (lambda: k.update_particles(np.zeros((4, 6), np.float32), DT, "soa2"), "unknown layout"),
-    (lambda: k.update_particles(np.zeros((4, 6), np.float32), DT, "soa", "fast"), "unknown SoA variant"),
-])
-def test_particle_inputs_are_checked(call, message):
-    with pytest.raises(InputError, match=message):
-        call()
-
-
-# ------------------------------------------------------------------------------ copies
-
-
-@pytest.mark.parametrize("variant", list(k.WIDTH_VARIANTS))
-@pytest.mark.parametrize("n", [1, 7, 1027])
-def test_copies_of_every_width_are_exact(variant, n):
-    x = random(n)
-    assert np.array_equal(k.copy_width(x, variant), x)
-
-
-@pytest.mark.parametrize("variant", ["copy_w16_grid_stride", "copy_w16_grid_stride_x4", "copy_w16_queue",
-                                     "copy_w8_grid_stride"])
-def test_grid_stride_copies_with_other_blocks_and_waves(variant):
-    x = random(5003)  # several trips of the 4-block simulated grid
-    for block, waves in ((64, 1), (1024, 1), (128, 2)):
-        assert np.array_equal(k.copy_width(x, variant, block, waves), x), (block, waves)
-
-
-def test_the_queue_counters_are_reset_for_the_next_launch():
-    x = random(3001)
-    for _ in range(3):
-        assert np.array_equal(k.copy_width(x, "copy_w16_queue"), x)
-    assert k.queue_counters().copy_to_host().tolist() == [0, 0]
-
-
-@pytest.mark.parametrize("variant, width, sectors", [("copy_w4", 4, 4), ("copy_w8", 8, 8),
-                                                     ("copy_w16", 16, 16)])
-def test_access_width_is_what_the_tracer_sees(variant, width, sectors):
-    from gpu_lessons.sim import trace
-
-    n = 64 * width // 4
-    counts = trace.trace(k.WIDTH_VARIANTS[variant][0], 1, 64, random(n), np.zeros(n, np.float32))
-    loads = counts.by_instruction.query("op == 'ld'")
-    assert set(loads["bytes"]) == {width}
-    assert counts.sectors_per_request("ld") == sectors  # a full warp: 32 x width bytes, aligned
-
-
-def test_copy_inputs_are_checked():
-    with pytest.raises(InputError, match="misaligned for 8-byte"):
-        k.copy_width(random(10)[1:], "copy_w8")
-    with pytest.raises(InputError, match="unknown copy"):
-        k.copy_width(random(10), "copy_w32")
-
-
-# ------------------------------------------------------------------------------ add_vec4
-
-
-@pytest.mark.parametrize("n", [0, 1, 2, 3, 4, 5, 8, 1027])
-def test_add_vec4_body_and_tail(n):
-    x, y = random(n), random(n)
-    assert np.array_equal(k.add_vec4(x, y), x + y)
-
-
-def test_add_vec4_uses_16_byte_loads_for_the_body_and_scalars_for_the_tail():
-    from gpu_lessons.sim import trace
-
-    n = 130  # 32 groups of 4 (one warp) and a tail of 2
-    x, y = random(n), random(n)
-    counts = trace.trace(k.add_vec4_kernel, 1, 64, x, y, np.zeros(n, np.float32))
-    table = counts.by_instruction
-    body = table[(table["array"] == "x") & (table["bytes"] == 16)]
-    tail = table[(table["array"] == "x") & (table["bytes"] == 4)]
-    assert body["threads"].sum() == 32 and body["sectors"].sum() == 16
-    assert tail["threads"].sum() == 2
-
-
-@pytest.mark.parametrize("which", ["x", "y"])
-def test_add_vec4_refuses_a_misaligned_view(which):
-    a, b = random(101), random(101)
-    views = {"x": a[:100], "y": b[:100], which: (a if which == "x" else b)[1:]}
-    with pytest.raises(InputError, match=f"{which} is misaligned for 16-byte vector access"):
-        k.add_vec4(views["x"], views["y"])
-
-
-def test_add_vec4_takes_an_aligned_view_at_the_far_end():
-    a, b = random(1031), random(1031)
-    assert np.array_equal(k.add_vec4(a[4:], b[4:]), a[4:] + b[4:])  # 16 bytes in: aligned again
-    assert np.array_equal(k.add_vec4(a[:1029], b[:1029]), a[:1029] + b[:1029])  # any length
-
-
-def test_add_vec4_checks_shapes_and_dtypes():
-    with pytest.raises(InputError, match="shape mismatch"):
-        k.add_vec4(random(8), random(12))
-    with pytest.raises(InputError, match="dtype float32"):
-        k.add_vec4(np.zeros(8), random(8))
-
-
-def test_add_vec4_device_arrays_in_device_array_out():
-    from numba import cuda
-
-    x, y = random(33), random(33)
-    out = k.add_vec4(cuda.to_device(x), cuda.to_device(y))
-    assert hasattr(out, "copy_to_host") and np.array_equal(out.copy_to_host(), x + y)
-
-
-# ------------------------------------------------------------------------------ helpers
-
-
-def test_random_fill_is_reproduced_on_the_host_bit_for_bit():
-    from numba import cuda
-
-    d = cuda.device_array(3001, np.float32)
-    k.fill_random(d, 11)
-    values = d.copy_to_host()
-    assert np.array_equal(values, k.random_values(np.arange(3001), 11))
-    assert values.min() >= -1 and values.max() < 1 and np.count_nonzero(values) > 2990
-    assert abs(float(values.mean())) < 0.05
-    assert not np.array_equal(values, k.random_values(np.arange(3001), 12))
-
-
-def test_count_nan_counts_unwritten_outputs():
-    from numba import cuda
-
-    host = random(1000)
-    host[[3, 500, 999]] = np.nan
-    assert k.count_nan(cuda.to_device(host)) == 3
-
-
-# ------------------------------------------------------------------------------ the model
-
-
-def test_traced_sectors_equal_the_recorded_nsight_compute_counts():
-    for kind in ("offset", "stride"):
-        recorded = lesson.recorded_ncu_sectors(kind)
-        assert len(recorded) >= 6
-        traced = lesson.sweep_sectors(kind, recorded["param"])
-        assert traced["ld_sectors"].tolist() == recorded["ncu_ld_sectors"].tolist()
-        assert traced["st_sectors"].tolist() == recorded["ncu_st_sectors"].tolist()
+def test_traced_sectors_equal_the_recorded_nsight_compute_counts(recording):
+    for kind, least in (("offset", 4), ("stride", 9)):
+        counted = lesson.recorded_ncu_sectors(recording, kind)
+        assert len(counted) >= least
+        traced = lesson.sweep_sectors(kind, counted["param"])
+        assert traced["ld_sectors"].tolist() == counted["ncu_ld_sectors"].tolist()
+        assert traced["st_sectors"].tolist() == counted["ncu_st_sectors"].tolist()
 
 
 def test_sweep_sectors_beyond_the_recorded_cases():
@@ -227,57 +53,208 @@ def test_sweep_sectors_beyond_the_recorded_cases():
     assert strides.to_dict() == {3: 12, 6: 24, 64: 32, 256: 32}
 
 
-def _synthetic_table():
-    rows = []
-    for variant, size, param, gbps in [("copy_w16", 2**28, 16, 4000.0), ("cupy copy", 2**28, np.nan, 3900.0),
-                                       ("offset_copy", 2**26, 0, 3600.0), ("offset_copy", 2**26, 1, 3500.0),
-                                       ("strided_copy", 2**26, 2, 2500.0),
-                                       ("strided_copy", 2**24, 64, 500.0)]:
-        rows.append({"lesson": "coalescing", "variant": variant, "provider": "cupy" if "cupy" in variant else
-                     "gpu_lessons", "size": size, "param": param, "bytes": 8 * size, "flops": 0, "runs": 25,
-                     "median_ms": 8 * size / gbps / 1e6, "min_ms": 8 * size / gbps / 1e6,
-                     "max_ms": 8 * size / gbps / 1e6})
-    from gpu_lessons.results import make_table
-
-    return make_table(rows)
+def test_four_loads_per_thread_make_the_same_requests():
+    for kind, values in (("offset", [0, 1, 9]), ("stride", [2, 12, 64])):
+        one = lesson.sweep_sectors(kind, values)
+        four = lesson.sweep_sectors(kind, values, x4=True)
+        assert one.equals(four), (kind, one, four)
+    counts = lesson.traced_offset(1, x4=True)
+    assert counts.totals["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"] == 2 * 4  # 2 warps, 4 loads each
 
 
-def test_model_table_states_the_error_of_each_point():
-    table = _synthetic_table()
-    ceiling, variant = lesson.copy_ceiling(table)
-    assert variant == "copy_w16" and ceiling == pytest.approx(4000)
-    offsets = lesson.model_table(table, "offset", ceiling).set_index("param")
-    assert offsets.loc[1, "model_gbps"] == pytest.approx(4000 * 8 / 9)
-    assert offsets.loc[1, "error"] == pytest.approx(3500 / (4000 * 8 / 9) - 1)
-    assert offsets.loc[1, "ncu_ld_sectors"] == 5  # recorded for offset 1
-    strides = lesson.model_table(table, "stride", ceiling).set_index("param")
-    assert strides.loc[64, "model_gbps"] == pytest.approx(4000 * 8 / 36)
-    assert np.isnan(strides.loc[64, "ncu_ld_sectors"])  # not recorded
+def test_a_column_walk_needs_a_sector_per_lane_and_touches_the_same_bytes():
+    table = lesson.matrix_sectors().set_index("variant")
+    assert table.loc["matrix_row_walk", ["ld_sectors", "st_sectors"]].tolist() == [4, 4]
+    assert table.loc["matrix_column_walk", ["ld_sectors", "st_sectors"]].tolist() == [32, 32]
+    assert table["distinct_bytes_per_useful"].tolist() == [1.0, 1.0]  # every sector fully used, once
+    column = lesson.traced_matrix("matrix_column_walk", ld=40).request(array="a", op="ld")
+    assert column["address"].diff().dropna().unique().tolist() == [160]  # ld * 4 bytes down a column
+    assert column["line"].nunique() == 32
+    with pytest.raises(ValueError, match="at least the 32 columns"):
+        lesson.traced_matrix("matrix_row_walk", ld=16)
 
 
-# ------------------------------------------------------------------------------ plots
+def test_float4_is_coalesced_only_when_adjacent_lanes_take_adjacent_chunks():
+    table = lesson.float4_adjacency().set_index("per_thread")
+    assert table["ld_sectors"].to_dict() == {1: 16, 2: 32, 4: 32}
+    assert table["ideal_sectors"].tolist() == [16, 16, 16]
+    assert table["used_share"].to_dict() == {1: 1.0, 2: 0.5, 4: 0.5}
+    assert table["distinct_bytes_per_useful"].tolist() == [1.0, 1.0, 1.0]  # reuse: DRAM sees no waste
+    names = [name for name, _, _ in lesson.float4_requests()]
+    assert names == ["request_float4_adjacent", "request_float4_spread_2"]
 
 
-def test_global_sectors_draws_a_traced_request():
-    counts = lesson.traced_offset(1)
-    request = counts.request(array="x")
-    fig = plots.global_sectors(request, provenance="simulated")
-    title = fig.axes[0].get_title(loc="left")
+def test_layout_sectors_count_the_bytes_each_layout_moves():
+    table = lesson.layout_sectors().set_index("variant")
+    assert table.loc["particles_aos", "ld_sectors_per_request"] == 24  # 32 records of 24 bytes
+    assert table.loc["particles_soa", "ld_sectors_per_request"] == 4
+    assert table["dram_bytes"].to_dict() == {"particles_aos": 48, "particles_soa": 36,
+                                             "particles_soa_vec4": 36, "particles_aosoa": 36,
+                                             "particles_padded_vec4": 64}
+    table.loc["particles_aos", "dram_bytes"] = 0  # a caller's change does not reach the next caller
+    assert lesson.layout_sectors().set_index("variant").loc["particles_aos", "dram_bytes"] == 48
+
+
+# ------------------------------------------------------------------------------ the models
+
+
+def test_sweep_model_states_both_models_and_their_errors(recording):
+    offsets = lesson.sweep_model(recording, "offset").set_index("param")
+    ideal = lesson.sweep_ceiling(recording.table, "offset_copy")
+    assert offsets.loc[0, "gbps"] == pytest.approx(ideal)
+    assert offsets.loc[1, "model_gbps"] == pytest.approx(ideal * 8 / 9)  # 5 + 4 sectors
+    assert offsets.loc[1, "error"] == pytest.approx(offsets.loc[1, "gbps"] / (ideal * 8 / 9) - 1)
+    assert offsets.loc[1, "dram_model_gbps"] == pytest.approx(ideal)  # contiguous: the same DRAM bytes
+    assert offsets.loc[1, "ncu_ld_sectors"] == 5 and np.isnan(offsets.loc[2, "ncu_ld_sectors"])
+    strides = lesson.sweep_model(recording, "stride").set_index("param")
+    ideal = lesson.sweep_ceiling(recording.table, "strided_copy")
+    assert strides.loc[64, "model_gbps"] == pytest.approx(ideal * 8 / 36)
+    assert strides.loc[64, "dram_bytes"] == 68  # 64-byte granule read + 4 written
+    assert strides.loc[64, "dram_model_gbps"] == pytest.approx(ideal * 8 / 68)
+    assert strides.loc[64, "ncu_dram_bytes"] == pytest.approx(68, rel=0.01)
+    # the one-load copy is not DRAM-bound at stride 1: it beats the DRAM model at small strides
+    assert strides.loc[2, "dram_model_error"] > 0.3
+    with pytest.raises(ValueError, match="unknown sweep 'diagonal'"):
+        lesson.sweep_model(recording, "diagonal")
+    with pytest.raises(RecordingError, match="no rows of variant 'offset_copy_x4'"):
+        lesson.sweep_model(recording, "offset_copy_x4")  # not in this recording (yet)
+
+
+def test_a_dram_bound_sweep_against_its_models(recording):
+    rows = [_row("strided_copy_x4", lesson.stride_outputs(s), s, 4000 * 8 / (4 + min(4 * s, 64)))
+            for s in (1, 2, 8, 16, 64)]
+    model = lesson.sweep_model(_with_rows(recording, rows), "strided_copy_x4").set_index("param")
+    assert np.allclose(model["dram_model_error"], 0)  # time = DRAM bytes / DRAM rate, as built
+    assert model.loc[16, "error"] == pytest.approx((4000 * 8 / 68) / (4000 * 8 / 36) - 1)
+    assert model["ncu_dram_bytes"].isna().all()  # no x4 counters in this recording
+
+
+def test_dram_moves_64_byte_granules(recording):
+    table = lesson.dram_granularity(recording).set_index("stride")
+    assert set(table.index) >= {1, 2, 4, 8, 16, 32, 64, 128, 256}
+    assert np.allclose(table["granule_model_error"], 0, atol=0.01)
+    assert np.allclose(table.loc[[16, 32, 64, 128, 256], "sector_model_error"], 1.0, atol=0.01)
+    assert np.allclose(table.loc[[1, 2, 4, 8], "sector_model_error"], 0, atol=0.01)
+    assert lesson.dram_bytes_per_element("stride", [1, 8, 12, 16, 256]).tolist() == [8, 36, 52, 68, 68]
+    assert lesson.dram_bytes_per_element("offset", [0, 1, 31]).tolist() == [8, 8, 8]
+
+
+def test_the_particle_bytes_model_and_its_error(recording):
+    summary = lesson.particle_summary(recording).set_index("variant")
+    assert summary.loc["particles_aos", "bytes_model_vs_soa"] == 0.75
+    assert summary.loc["particles_padded_vec4", "bytes_model_vs_soa"] == pytest.approx(0.5625, abs=1e-3)
+    assert summary.loc["particles_aos", "vs_soa"] == pytest.approx(0.67, abs=0.005)
+    assert summary.loc["particles_padded_vec4", "vs_soa"] == pytest.approx(0.53, abs=0.005)
+    assert summary.loc["particles_aos", "bytes_model_error"] == pytest.approx(0.670 / 0.75 - 1, abs=0.01)
+    assert summary.loc["particles_aos", "ncu_dram_bytes_per_particle"] == pytest.approx(46.4, abs=0.1)
+    assert summary.loc["particles_aos", "dram_bytes_per_particle"] == 48
+
+
+def test_matrix_summary_puts_both_models_beside_the_walks(recording):
+    with pytest.raises(RecordingError, match="no 2-D walks recorded"):
+        lesson.matrix_summary(recording)
+    rows = [_row(walk, 8192**2, ld, gbps) for ld in (8192, 8224)
+            for walk, gbps in (("matrix_row_walk", 4000.0), ("matrix_column_walk", 1000.0))]
+    summary = lesson.matrix_summary(_with_rows(recording, rows)).set_index(["variant", "ld"])
+    column = summary.loc[("matrix_column_walk", 8192)]
+    assert column["vs_row_walk"] == 0.25 and column["sector_model_vs_row"] == 0.125
+    assert column["sector_model_error"] == pytest.approx(1.0) and column["dram_model_error"] == -0.75
+
+
+# ------------------------------------------------------------------------------ recorded evidence
+
+
+def test_the_recorded_counters_hold_every_case_the_readers_use(recording):
+    counters = lesson.recorded_counters(recording)
+    wanted = {case for *_, case in lesson.GAP_TESTS}
+    wanted |= {f"strided_copy {s}" for s in lesson.NCU_STRIDES["strided_copy"]}
+    wanted |= {f"offset_copy {o}" for o in lesson.NCU_OFFSETS["offset_copy"]}
+    assert wanted <= set(counters.index)
+    assert (counters["sm_cycles_max"] >= counters["sm_cycles_min"]).all()
+    assert counters.loc["copy_w16", "time_us"] == pytest.approx(124.0)  # 124000 ns
+    source = lesson.recorded_counters_source(recording)
+    assert "22 launches at 71dfd8f on 2026-12-01" in source and "12 launches at 7c7ba93" in source
+    assert len(lesson.recorded_counters(recording, raw=True)) == sum(
+        len(entry["metrics"]) for entry in recording.evidence.ncu.values())
+
+
+def test_the_ncu_cases_make_the_recorded_case_names_and_metrics(recording):
+    names = {case.name for case in _dry_ncu_cases()[0]}
+    recorded = set(recording.evidence.ncu) - {"cupy ElementwiseKernel"}  # CuPy: not on the simulator
+    assert recorded <= names  # a new `record --ncu` keeps every case the readers know
+    used = set(lesson.COUNTER_COLUMNS) | {"lts__t_sector_hit_rate.pct"}
+    assert used <= set(lesson.NCU_METRICS)
+    every = set(next(iter(recording.evidence.ncu.values()))["metrics"])
+    assert set(lesson.NCU_METRICS) <= every  # each metric was valid under ncu on the H200
+
+
+def test_recorded_sass_shows_the_load_order(recording):
+    naive = lesson.recorded_sass(recording, "particles_soa_naive", grep="G.E")
+    first = lesson.recorded_sass(recording, "particles_soa", grep="G.E")
+    assert first.splitlines()[0] == "// particles_soa: 18 registers per thread"
+    assert [line.split()[1][:3] for line in first.splitlines()[1:]] == ["LDG"] * 6 + ["STG"] * 3
+    assert [line.split()[1][:3] for line in naive.splitlines()[1:]].index("STG") == 2
+    assert lesson.recorded_sass_meta(recording, "particles_soa")["git_revision"] == "71dfd8f"
+
+
+def test_readers_name_the_file_and_field_when_evidence_is_missing(recording):
+    bare = replace(recording, evidence=Evidence(origin="data/x/coalescing.evidence.json"))
+    with pytest.raises(RecordingError, match="coalescing.evidence.json: kernels.particles_soa is missing"):
+        lesson.recorded_sass(bare, "particles_soa")
+    with pytest.raises(RecordingError, match="data/x/coalescing.evidence.json: no Nsight Compute counters"):
+        lesson.recorded_counters(bare)
+    with pytest.raises(RecordingError, match="no Nsight Compute counters"):
+        lesson.recorded_counters_source(bare)
+    assert lesson.recorded_ncu_sectors(bare, "offset").empty
+    assert lesson.waves_table(bare)["sm_max_over_min"].isna().all()  # timings still there
+
+
+def test_the_gap_tables_read_the_recording(recording):
+    waves = lesson.waves_table(recording)
+    assert waves["waves"].tolist() == [1, *lesson.GAP_WAVES]
+    assert waves.loc[0, "sm_max_over_min"] == pytest.approx(1.208, abs=0.001)
+    assert waves.loc[0, "vs_cupy_copy"] == pytest.approx(0.923, abs=0.001)
+    hypotheses = lesson.gap_hypotheses(recording)
+    assert len(hypotheses) == len(lesson.GAP_TESTS) and hypotheses["vs_cupy_copy"].notna().all()
+    assert hypotheses["sm_max_over_min"].notna().all()
+    widths = lesson.width_summary(recording)
+    at_1gib = widths[widths["size"] == 2**28].set_index("variant")
+    assert at_1gib.loc["copy_w4", "vs_cupy_copy"] == pytest.approx(0.65, abs=0.03)  # the notes' 65%
+    assert at_1gib.loc["copy_w16", "access_bytes"] == 16 and not at_1gib.loc["copy_w16", "grid_stride"]
+    assert len(widths) == len(lesson.WIDTH_SIZES) * (len(lesson.WIDTH_VARIANTS) + 1)
+    copies = lesson.copy_summary(recording)
+    assert copies.loc[0, "variant"] == "copy_w16" and copies.loc[0, "vs_cupy_copy"] == pytest.approx(1.006)
+
+
+# ------------------------------------------------------------------------------ figures
+
+
+def test_figures_from_the_recording_and_the_new_experiments_rows(recording):
+    rows = [_row(walk, 8192**2, ld, gbps) for ld in lesson.MATRIX_LDS
+            for walk, gbps in (("matrix_row_walk", 4000.0), ("matrix_column_walk", 1200.0))]
+    rows += [_row("offset_copy_x4", 2**26, o, 4000 - 100 * (o % 8 != 0)) for o in (0, 1, 8, 9)]
+    figures = lesson.figures(_with_rows(recording, rows), {})
+    assert {"request_offset_1", "request_matrix_column", "request_float4_spread_2", "offset_sweep",
+            "stride_sweep", "dram_granularity", "particles", "copies", "offset_sweep_x4",
+            "matrix_walks"} <= set(figures)
+    assert "stride_sweep_x4" not in figures  # a sweep the result lacks is left out
+    for name, figure in figures.items():
+        assert plots.style.alt_text(figure), name
+    title = figures["request_offset_1"].axes[0].get_title(loc="left")
     assert "5 sectors per request" in title and "128 useful of 160 bytes moved" in title
+    sweep = figures["stride_sweep"].axes[0]
+    assert {"sector model: ceiling x ideal / actual sectors",
+            "DRAM model: ceiling x useful / DRAM bytes (64-B granules)"} <= {
+        line.get_label() for line in sweep.get_lines()}
+    assert "4 loads per thread" in figures["offset_sweep_x4"].axes[0].get_title(loc="left")
+    assert "1 load per thread" in figures["offset_sweep"].axes[0].get_title(loc="left")
 
 
 def test_global_sectors_refuses_a_shared_memory_request():
     request = pd.DataFrame({"lane": [0], "address": [0], "bytes": [4]})
     request.attrs.update(space="shared")
     with pytest.raises(ValueError, match="global-memory requests"):
-        plots.global_sectors(request)
-
-
-def test_sectors_sweep_draws_both_panels():
-    table = _synthetic_table()
-    model = lesson.model_table(table, "offset", 4000.0)
-    fig = plots.sectors_sweep(model, "offset", 4000.0, provenance="synthetic")
-    assert len(fig.axes) == 2
+        plots.charts.global_sectors(request)
 
 
 # ------------------------------------------------------------------------------ the lesson
@@ -286,62 +263,103 @@ def test_sectors_sweep_draws_both_panels():
 def test_lesson_checks_pass():
     result = lesson.check()
     assert result["passed"].all(), result[~result["passed"]]
+    assert {"offset_copy_x4 offset=3", "matrix_column_walk 7x9, ld 12",
+            "copy_w16_thread_chunks x3 n=259"} <= set(result["check"])
 
 
-def test_lesson_is_registered():
-    from gpu_lessons import lessons
-
+def test_lesson_shape():
     assert lessons.get("coalescing") is lesson
     assert all(c.lesson == "coalescing" for c in lesson.COMPARISONS)
+    assert [s.name for s in lesson.SECTIONS] == ["particles", "access widths", "grid-stride gap", "offsets",
+                                                 "strides", "offsets x4", "strides x4", "2-D walks"]
+    for retired in ("measure", "load", "recorded_facts", "model_table", "dram_model", "_data_file"):
+        assert not hasattr(lesson, retired), retired
+    assert lesson.stride_outputs(256) == 2**22 and lesson.Plan().stride_outputs(1) == 2**26
 
 
-@pytest.mark.skipif(not gpu_lessons.SIMULATED, reason="timing is refused only on the simulator")
-def test_measure_is_refused_on_the_simulator():
-    from gpu_lessons.bench import TimingUnavailable
-
-    with pytest.raises(TimingUnavailable):
-        lesson.measure(show_progress=False)
+# ---------------------------------------------------------------- sections and ncu cases, dry
 
 
-# ------------------------------------------------------------------------------ recorded data
+TOY = lesson.Plan(big=2**14, offset_n=300, offsets=(0, 9), strides=(3, 64), stride_max_out=300,
+                  passes=2, width_sizes=(1028,), gap_waves=(2,), particles=1028, matrix=9, matrix_lds=(12,))
 
 
-def test_the_recorded_counters_hold_every_case_the_notebook_reads():
-    counters = lesson.recorded_counters()
-    wanted = {case for *_, case in lesson.GAP_TESTS}
-    wanted |= {f"strided_copy {s}" for s in (1, 2, 8, 32, 64, 128)} | {"offset_copy 0", "offset_copy 1"}
-    assert wanted <= set(counters.index)
-    assert (counters["sm_cycles_max"] >= counters["sm_cycles_min"]).all()
-    assert "Nsight Compute" in lesson.recorded_counters_source()
+@pytest.fixture
+def dry_run(monkeypatch):
+    """A Run at toy sizes where timing runs the launch once and kernel() only notes the name."""
+    def measure(launch, input_sets=1, **_):
+        for s in range(input_sets):
+            launch(s)
+        return bench.Timing(2.0, 1.5, 3.0, 25)
+
+    kernels = []
+    monkeypatch.setattr(bench, "measure", measure)
+    monkeypatch.setattr(runner.Run, "kernel", lambda self, name, kernel, args, pattern=None:
+                        kernels.append((name, kernel.__name__)))
+    run = runner.Run("coalescing")
+    run.shared("plan", lambda: TOY)
+    return run, kernels
 
 
-def test_recorded_dram_bytes_back_the_64_byte_claim():
-    counters = lesson.recorded_counters()
-    for stride in (32, 64, 128):
-        per_element = counters.loc[f"strided_copy {stride}", "dram_read"] / lesson.stride_outputs(stride)
-        assert per_element == pytest.approx(64, rel=0.01)
-    per_element = counters.loc["strided_copy 8", "dram_read"] / lesson.stride_outputs(8)
-    assert per_element == pytest.approx(32, rel=0.01)  # stride 8: one whole sector per element
+def _sections(run, *names):
+    for section in lesson.SECTIONS:
+        if section.name in names:
+            section.measure(run)
 
 
-def test_recorded_sass_shows_the_load_order():
-    naive = lesson.recorded_sass("particles_soa_naive", grep="G.E")
-    first = lesson.recorded_sass("particles_soa", grep="G.E")
-    order = [line.split()[1][:3] for line in first.splitlines()[1:]]
-    assert order == ["LDG"] * 6 + ["STG"] * 3
-    assert [line.split()[1][:3] for line in naive.splitlines()[1:]].index("STG") == 2
+@pytest.mark.simulator_only("runs the sections' kernels at toy sizes; a GPU runs them in `record`")
+def test_the_new_sections_time_check_and_record(dry_run):
+    run, kernels = dry_run
+    _sections(run, "offsets x4", "strides x4", "2-D walks")
+    table = make_table(run.rows)
+    x4 = table[table["variant"] == "offset_copy_x4"]
+    assert x4["param"].tolist() == [0, 9] and (x4["runs"] == 50).all()  # two passes of 25
+    strided = table[table["variant"] == "strided_copy_x4"].set_index("param")["size"]
+    assert strided.to_dict() == {3: 300, 64: 256}  # 2**14 // 64
+    walks = table[table["variant"].isin(lesson.MATRIX_WALKS)]
+    assert len(walks) == 2 and (walks["bytes"] == 8 * 81).all() and (walks["param"] == 12).all()
+    assert kernels == [("offset_copy_x4_kernel", "offset_copy_x4_kernel"),
+                       ("strided_copy_x4_kernel", "strided_copy_x4_kernel"),
+                       ("matrix_row_walk", "matrix_row_walk"), ("matrix_column_walk", "matrix_column_walk")]
+    assert run.facts["matrix_walks"] == {"rows": 9, "cols": 9, "lds": [12], "threads_per_block": 256}
+    assert run.facts["offset_copy_x4"]["elements_per_thread"] == 4
 
 
-def test_the_lesson_tables_read_the_recording():
-    data = lesson.load(live=False)
-    counters = lesson.recorded_counters()
-    ceiling, _ = lesson.copy_ceiling(data.table)
-    assert lesson.dram_model(data.table, counters, ceiling)["dram_model_error"].notna().all()
-    waves = lesson.waves_table(data.table, counters)
-    assert waves["waves"].is_monotonic_increasing and waves["waves"].iloc[0] == 1
-    hypotheses = lesson.gap_hypotheses(data.table, counters)
-    assert len(hypotheses) == len(lesson.GAP_TESTS)
-    summary = lesson.particle_summary(data.table)
-    assert summary.set_index("variant").loc["particles_aos", "dram_bytes_per_particle"] == 48
-    figures = lesson.figures(data.table, {}, data.provenance)
-    assert {"request_offset_1", "offset_sweep", "stride_sweep", "particles", "copies"} <= set(figures)
+@pytest.mark.simulator_only("breaks a kernel at toy sizes to see the section's own check fail")
+def test_a_wrong_copy_fails_its_section(dry_run, monkeypatch):
+    run = runner.Run("coalescing")  # the fixture's fakes, a smaller random input
+    run.shared("plan", lambda: replace(TOY, big=2**10))
+    right = k.offset_copy_launch
+    monkeypatch.setattr(k, "offset_copy_launch",
+                        lambda x, out, offset, x4=False, block=256: right(x, out, offset + 1, x4, block))
+    with pytest.raises(AssertionError, match=r"offset_copy_x4 offset=0: wrong values"):
+        _sections(run, "offsets x4")
+
+
+def _dry_ncu_cases():
+    """ncu_cases at toy sizes with every simulated launch noted, not run: (cases, launches in setup)."""
+    launched = []
+    original = FakeCUDAKernel.__call__
+    FakeCUDAKernel.__call__ = lambda self, *args: launched.append(self.fn.__name__)
+    try:
+        cases = lesson.ncu_cases(lesson.NcuPlan(big=2**14, elements=1000, particles=1028, matrix=9,
+                                                matrix_lds=(9, 12)))
+        in_setup = list(launched)
+        per_case = []
+        for case in cases:
+            launched.clear()
+            case.launch()
+            per_case.append(list(launched))
+    finally:
+        FakeCUDAKernel.__call__ = original
+    return cases, in_setup, per_case
+
+
+@pytest.mark.skipif(not gpu_lessons.SIMULATED, reason="counts simulated launches; on a GPU ncu matches them")
+def test_each_ncu_case_launches_its_kernel_once_and_setup_launches_none():
+    cases, in_setup, per_case = _dry_ncu_cases()
+    assert in_setup == []  # under ncu every launch is profiled: inputs come by host copies
+    for case, launched in zip(cases, per_case, strict=True):
+        assert len(launched) == 1 and case.kernel in launched[0], (case.name, launched)
+    assert all(isinstance(case, ncu.Case) for case in cases)
+    assert {"offset_copy_x4 1", "strided_copy_x4 16", "matrix_column_walk 12"} <= {c.name for c in cases}

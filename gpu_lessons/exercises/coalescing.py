@@ -13,14 +13,14 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda
 
+from ..sim import trace
+from ..vector import load4, store4
 from . import guarded, report
 
 WARPS = 2  # traced launches: one block of two full warps
 
 
 def _trace(kernel, *args, threads: int = 32 * WARPS):
-    from ..sim import trace
-
     return trace.trace(kernel, max(1, -(-threads // 128)), min(threads, 128), *args)
 
 
@@ -161,22 +161,14 @@ def check_scale_vec4(kernel) -> object:
     return guarded(name, attempt)
 
 
-def _solution_scale_vec4():
-    from ..vector import load4, store4
-
-    @cuda.jit
-    def solution_scale_vec4(x, out, a):
-        i = cuda.grid(1)
-        groups = x.size // 4
-        if i < groups:
-            v0, v1, v2, v3 = load4(x, i)
-            store4(out, i, a * v0, a * v1, a * v2, a * v3)
-        else:
-            j = 4 * groups + (i - groups)
-            if j < x.size:
-                out[j] = a * x[j]
-
-    return solution_scale_vec4
-
-
-solution_scale_vec4 = _solution_scale_vec4()
+@cuda.jit
+def solution_scale_vec4(x, out, a):
+    i = cuda.grid(1)
+    groups = x.size // 4
+    if i < groups:
+        v0, v1, v2, v3 = load4(x, i)
+        store4(out, i, a * v0, a * v1, a * v2, a * v3)
+    else:
+        j = 4 * groups + (i - groups)
+        if j < x.size:
+            out[j] = a * x[j]

@@ -1,7 +1,8 @@
 """Exercises of lesson 6 (GEMM): their checks and reference solutions.
 
 1. The shared-tiled kernel's missing loop: the tiles are loaded and synchronised; multiply them.
-   Checked against a float64 reference on a shape that is no multiple of the 16x16 tile.
+   Checked against a float64 reference on a shape that is no multiple of the 16x16 tile, and with
+   the traffic counter for the reuse: two global loads per thread per tile, not two per k.
 2. A 2x2 register micro-tile (the notes' T_M = T_N = 2): each thread computes four outputs and reads
    two values of A and two of B per k. Checked for correctness at the edges, and with the traffic
    counter for the reuse: 4 global loads per k per thread, not 8.
@@ -14,11 +15,12 @@ from numba import cuda
 
 from ..kernels import gemm_tiled as tiled
 from ..lessons.gemm import error_report
+from ..sim import trace
 from . import guarded, report
 
 # ----------------------------------------------------------------------------- exercise 1
 
-TILED_SHAPE = (35, 21, 40)  # M, K, N: no multiple of 16
+TILED_SHAPE = (20, 21, 17)  # M, K, N: no multiple of 16; 2 x 2 blocks, 2 tiles along K
 
 
 def _random_operands(m, k, n):
@@ -39,6 +41,15 @@ def _verdict(name, c, a, b):
     return None
 
 
+def _global_loads_per_thread(kernel, grid, block, a, b, c) -> float:
+    """Global loads each launched thread executed (the traffic counter, on the simulator)."""
+    counts = trace.trace(kernel, grid, block, a, b, c)
+    loads = counts.by_array
+    loads = loads[(loads["space"] == "global") & (loads["op"] == "ld")]
+    threads = int(np.prod(grid)) * int(np.prod(block))
+    return float(loads["threads"].sum()) / threads
+
+
 def check_tiled_kernel(kernel) -> object:
     """``kernel(a, b, c)``: C = A @ B with 16x16 shared tiles, launched on 16x16 blocks."""
     name = "exercise 1 (the shared-tiled kernel's loop)"
@@ -47,12 +58,19 @@ def check_tiled_kernel(kernel) -> object:
         m, k, n = TILED_SHAPE
         a, b = _random_operands(m, k, n)
         c = np.full((m, n), np.nan, np.float32)
-        kernel[tiled.gemm_tiled_grid(m, n), tiled.BLOCK](a, b, c)
+        grid = tiled.gemm_tiled_grid(m, n)
+        kernel[grid, tiled.BLOCK](a, b, c)
         wrong = _verdict(name, c, a, b)
         if wrong is not None:
             return wrong
-        return report(name, True, f"{m}x{k} @ {k}x{n} matches float64 within the FP32 bound; every "
-                      f"element of A and B loaded into shared memory is used {tiled.TILE} times")
+        tiles = -(-k // tiled.TILE)
+        per_thread = _global_loads_per_thread(kernel, grid, tiled.BLOCK, a, b, c)
+        if per_thread > 2 * tiles:  # one element of A and one of B per thread and tile
+            return report(name, False, f"right answer, but {per_thread:.1f} global loads per thread for "
+                          f"{tiles} tiles: multiply a_tile and b_tile, which the block has already loaded")
+        return report(name, True, f"{m}x{k} @ {k}x{n} matches float64 within the FP32 bound, with "
+                      f"{per_thread:.1f} global loads per thread: every element of A and B loaded into "
+                      f"shared memory is used {tiled.TILE} times")
 
     return guarded(name, attempt)
 
@@ -70,8 +88,6 @@ def micro_grid(m: int, n: int) -> tuple[int, int]:
 
 
 def _loads_per_thread_per_k(kernel, a, b, c) -> float:
-    from ..sim import trace
-
     m, k = a.shape
     n = b.shape[1]
     counts = trace.trace(kernel, micro_grid(m, n), MICRO_BLOCK, a, b, c)

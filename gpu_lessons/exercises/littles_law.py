@@ -6,7 +6,8 @@
 2. Occupancy by hand: blocks per SM and the limiting resource for two kernels, checked against the
    occupancy calculator (which agrees with the driver: see the lesson).
 3. Two loads in flight per thread: finish the notes' unrolled copy, checked against NumPy and the
-   simulator's traffic counter (two load instructions per thread, both before the stores).
+   simulator's traffic counter (two load instructions per thread, both before the stores, each a
+   warp's 32 consecutive floats).
 4. How many independent FMA chains reach the peak at 8 warps per SM, from the recorded FMA latency.
 """
 
@@ -20,6 +21,8 @@ from numba import cuda
 from .. import occupancy as occ
 from ..kernels import littles_law as k
 from ..lessons import littles_law as lesson
+from ..results import LessonResult, read_result
+from ..sim import trace
 from . import guarded, report
 
 # ----------------------------------------------------------------------------- exercise 1
@@ -29,20 +32,23 @@ PREDICT_WARPS = 16  # resident warps per SM
 PREDICT_TOLERANCE = 0.25  # how far a Little's Law prediction may be from the measurement
 
 
-def recorded_point(variant: str = PREDICT_VARIANT, warps: int = PREDICT_WARPS) -> dict:
-    """The recorded measurement the prediction is held to, with the model's inputs: the latency is the
-    one the lightest copies imply (calibrated on them; this point is not one of them)."""
-    data = lesson.load(live=False)
-    points = lesson.memory_points(data.table, data.meta)
+def recorded_point(result: LessonResult | None = None, variant: str = PREDICT_VARIANT,
+                   warps: int = PREDICT_WARPS) -> dict:
+    """The measurement the prediction is held to (``result``: default, the reference recording), with
+    the model's inputs: the latency is the one the lightest copies imply (calibrated on them; this
+    point is not one of them)."""
+    result = result or read_result(lesson.NAME)
+    points = lesson.memory_points(result)
     row = points[(points["variant"] == variant) & (points["warps_per_sm"] == warps)].iloc[0]
     return {"gbps": float(row["gbps"]), "latency_ns": points.attrs["light_load_latency_ns"],
             "sms": points.attrs["sms"], "ceiling_gbps": points.attrs["ceiling_gbps"],
-            "provenance": data.provenance}
+            "provenance": result.provenance}
 
 
-def check_predict_bandwidth(predict) -> object:
+def check_predict_bandwidth(predict, result: LessonResult | None = None) -> object:
     """``predict(warps_per_sm, loads_per_thread, bytes_per_load, latency_ns, sms, ceiling_gbps)``
-    returns the copy bandwidth (GB/s, reads + writes) Little's Law predicts."""
+    returns the copy bandwidth (GB/s, reads + writes) Little's Law predicts; held to the formula, then
+    to a copy of ``result`` (default: the reference recording)."""
     name = "exercise 1 (bandwidth from bytes in flight)"
 
     def attempt():
@@ -57,7 +63,7 @@ def check_predict_bandwidth(predict) -> object:
                               f"{expected:,.1f} GB/s "
                               "(read bytes in flight per SM x SMs / latency, as many bytes written, "
                               "at most the ceiling)")
-        point = recorded_point()
+        point = recorded_point(result)
         width, unroll = (lesson.parse_variant(PREDICT_VARIANT)[key] for key in ("width", "unroll"))
         mine = float(predict(PREDICT_WARPS, unroll, width, point["latency_ns"], point["sms"],
                              point["ceiling_gbps"]))
@@ -94,7 +100,7 @@ def check_occupancy_by_hand(answer) -> object:
                           f"{list(OCCUPANCY_CASES)}")
         wrong = []
         for case, shape in OCCUPANCY_CASES.items():
-            expected = occ.occupancy(*shape)
+            expected = lesson.calculated_occupancy(*shape, occ.sm_limits())
             blocks, limiter = given[case]
             if blocks != expected.blocks_per_sm:
                 wrong.append(f"{case}: {blocks} blocks per SM is not it")
@@ -102,8 +108,8 @@ def check_occupancy_by_hand(answer) -> object:
                 wrong.append(f"{case}: {blocks} blocks is right, but {limiter!r} is not what limits it")
         if wrong:
             return report(name, False, "; ".join(wrong) + " (limiters: " + ", ".join(occ.LIMITERS) + ")")
-        return report(name, True, "; ".join(f"{case}: {occ.occupancy(*shape)}" for case, shape in
-                                            OCCUPANCY_CASES.items()))
+        return report(name, True, "; ".join(f"{case}: {lesson.calculated_occupancy(*shape, occ.sm_limits())}"
+                                            for case, shape in OCCUPANCY_CASES.items()))
 
     return guarded(name, attempt)
 
@@ -127,8 +133,6 @@ def check_copy2_kernel(kernel) -> object:
     name = "exercise 3 (two loads in flight per thread)"
 
     def attempt():
-        from ..sim import trace
-
         x = np.random.default_rng().standard_normal(COPY2_N, dtype=np.float32)
         out = np.full(COPY2_N, np.nan, np.float32)
         blocks = -(-COPY2_N // (2 * COPY2_BLOCK))
@@ -145,6 +149,17 @@ def check_copy2_kernel(kernel) -> object:
         if len(loads) < 2:
             return report(name, False, f"each thread issues {len(loads)} load instruction(s) from x: "
                           "write two loads (two independent requests in flight)")
+        scattered = loads[loads["sectors_per_request"] > 4]
+        if len(scattered):
+            first = scattered.iloc[0]
+            return report(name, False, f"`{first['source']}`: a warp's load touches "
+                          f"{first['sectors_per_request']:g} sectors, not 4: keep the 32 lanes of a warp "
+                          "on 32 consecutive floats (the thread's second element is blockDim.x further)")
+        early = stores_before_last_load(counts.accesses)
+        if early:
+            return report(name, False, f"{early} of {COPY2_BLOCK} threads store before their second load: "
+                          "that load waits behind the first (one request in flight at a time); load both "
+                          "elements into variables first, then store them")
         return report(name, True, f"{COPY2_N} elements match NumPy; {len(loads)} load instructions per "
                       "thread, so each warp has two requests in flight before its first store")
 
@@ -167,14 +182,26 @@ def _copy2(x, out):
 solution_copy2_kernel = cuda.jit(_copy2)
 
 
+def stores_before_last_load(accesses) -> int:
+    """How many threads store before their last load (``trace(...).accesses``: each thread's global
+    accesses in the order it made them)."""
+    acc = accesses.reset_index(drop=True)
+    acc["position"] = acc.groupby(["warp", "lane"]).cumcount()
+    last_load = acc[acc["store"] == 0].groupby(["warp", "lane"])["position"].max()
+    first_store = acc[acc["store"] == 1].groupby(["warp", "lane"])["position"].min()
+    both = first_store.index.intersection(last_load.index)
+    return int((first_store[both] < last_load[both]).sum())
+
+
 # ----------------------------------------------------------------------------- exercise 4
 
 FMA_WARPS = 8
 
 
-def check_chains_for_peak(answer) -> object:
+def check_chains_for_peak(answer, result: LessonResult | None = None) -> object:
     """``answer(latency_cycles, warps_per_sm)`` returns the fewest independent FMA chains per thread
-    that keep all 4 schedulers issuing every cycle (the model of the lesson)."""
+    that keep all 4 schedulers issuing every cycle (the model of the lesson); then placed on the FMA
+    latency and rates of ``result`` (default: the reference recording)."""
     name = "exercise 4 (chains for the FMA peak)"
 
     def attempt():
@@ -185,11 +212,10 @@ def check_chains_for_peak(answer) -> object:
                 if got != expected:
                     return report(name, False, f"answer({latency}, {warps}) = {got}; each scheduler has "
                                   f"{warps // 4} warp(s) and needs {latency:g} FMAs in flight")
-        data = lesson.load(live=False)
-        levels = lesson.latencies(data.table, data.meta).set_index("level")
-        cycles = float(levels.loc["FMA", "latency_cycles"])
+        data = result or read_result(lesson.NAME)
+        cycles = lesson.latency(data, "FMA", unit="cycles")
         chains = answer(cycles, FMA_WARPS)
-        points = lesson.fma_points(data.table, data.meta)
+        points = lesson.fma_points(data)
         measured = points[(points["warps_per_sm"] == FMA_WARPS)].set_index("chains")["fraction_of_peak"]
         near = measured.index[np.argmin(np.abs(measured.index - chains))]
         return report(name, True, f"at the recorded FMA latency of {cycles:.2f} cycles the model needs "

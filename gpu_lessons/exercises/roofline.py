@@ -17,6 +17,7 @@ from numba import cuda
 from .. import lessons
 from ..kernels import roofline as k
 from ..lessons import roofline as lesson
+from ..sim import trace
 from . import guarded, report
 
 # ----------------------------------------------------------------------------- exercise 1
@@ -34,8 +35,6 @@ SAXPY_N = 1000  # small enough for the simulator, not a multiple of the block
 
 def saxpy_counted_bytes(n: int = SAXPY_N) -> int:
     """Bytes SAXPY moves, as the traffic counter sees it: 32-byte sectors of loads and stores."""
-    from ..sim import trace
-
     x = np.random.default_rng().standard_normal(n, dtype=np.float32)
     y = np.random.default_rng().standard_normal(n, dtype=np.float32)
     blocks = -(-n // k.THREADS_PER_BLOCK)

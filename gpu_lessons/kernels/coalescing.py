@@ -7,15 +7,25 @@ A warp's load or store instruction is one *request*; the memory system serves it
    per warp (5 instead of 4) unless the offset is a multiple of 8 floats (32 bytes).
 2. ``strided_copy_kernel``  ``out[i] = x[i * stride]``: stride 2, 4, 8 -> 8, 16, 32 sectors per
    request; beyond stride 8 every thread has a sector to itself (32 per request).
+   ``offset_copy_x4_kernel`` / ``strided_copy_x4_kernel``: the same two copies with four elements
+   per thread, a block apart, all four loads issued before the stores (lesson 2's ILP): enough
+   bytes in flight that the aligned, contiguous point is DRAM-bound, so the sweeps test a model of
+   the memory system rather than the latency of one 4-byte load per thread.
 3. ``aos_field_kernel`` / ``soa_field_kernel``: one field of n records. Array of structures
    ``aos[i, f]`` (shape (n, fields)) is a stride-``fields`` read; structure of arrays ``soa[f, i]``
    (shape (fields, n)) is contiguous.
+   ``matrix_row_walk`` / ``matrix_column_walk``: 2-D. A row-major matrix with leading dimension
+   ``ld`` keeps element (r, c) at ``r * ld + c``: a warp walking along a row reads 32 adjacent
+   floats, a warp walking down a column reads 32 floats ``ld`` apart (one sector each).
 
 4. Particles ``x += v * dt`` in three layouts: AoS ``(n, 6)`` records, SoA (six arrays), and two
    in-between ones: AoSoA (blocks of 32 particles, each field contiguous inside a block) and a
    padded 32-byte record read as two 16-byte vectors.
 5. Copies 4, 8 and 16 bytes wide per access, one-shot and grid-stride; the grid-stride variants
    that look for the 16-byte grid-stride copy's gap.
+   ``copy_w16_thread_chunks``: float4 access is coalesced only when adjacent lanes take adjacent
+   16-byte chunks; here each thread copies ``per_thread`` adjacent chunks, so lanes are
+   ``16 * per_thread`` bytes apart (for the tracer: what one request touches).
 6. ``add_vec4``, the notes' float4 skeleton done right: 16-byte body, scalar tail, misaligned
    views refused with a clear error (no scalar head: see ``add_vec4``).
 
@@ -46,6 +56,8 @@ from .arrays import is_device_array, returned, to_device
 from .launch import THREADS_PER_BLOCK, blocks_to_cover, grid_stride_blocks, resident_blocks
 from .util import queue_counters  # int64 counters: copy_w16_queue's atomics add int64
 
+_U2, _U3, _U4, _U32 = np.uint64(2), np.uint64(3), np.uint64(4), np.uint64(32)  # unsigned index arithmetic
+
 
 @cuda.jit
 def offset_copy_kernel(x, out, offset):
@@ -59,6 +71,65 @@ def strided_copy_kernel(x, out, stride):
     i = cuda.grid(1)
     if i < out.shape[0]:
         out[i] = x[i * stride]
+
+
+@cuda.jit
+def offset_copy_x4_kernel(x, out, offset):
+    """out[i] = x[i + offset], four elements per thread a block apart: four loads in flight."""
+    step = uint64(cuda.blockDim.x)
+    i0 = uint64(cuda.blockIdx.x) * step * _U4 + uint64(cuda.threadIdx.x)
+    i1 = i0 + step
+    i2 = i1 + step
+    i3 = i2 + step
+    n = uint64(out.size)
+    o = uint64(offset)
+    if i3 < n:  # the whole block's share is in bounds: every load before the first store
+        v0 = x[i0 + o]
+        v1 = x[i1 + o]
+        v2 = x[i2 + o]
+        v3 = x[i3 + o]
+        out[i0] = v0
+        out[i1] = v1
+        out[i2] = v2
+        out[i3] = v3
+    else:  # the last block: element by element
+        if i0 < n:
+            out[i0] = x[i0 + o]
+        if i1 < n:
+            out[i1] = x[i1 + o]
+        if i2 < n:
+            out[i2] = x[i2 + o]
+
+
+@cuda.jit
+def strided_copy_x4_kernel(x, out, stride):
+    """out[i] = x[i * stride], four elements per thread a block apart: four loads in flight."""
+    step = uint64(cuda.blockDim.x)
+    i0 = uint64(cuda.blockIdx.x) * step * _U4 + uint64(cuda.threadIdx.x)
+    i1 = i0 + step
+    i2 = i1 + step
+    i3 = i2 + step
+    n = uint64(out.size)
+    s = uint64(stride)
+    if i3 < n:
+        v0 = x[i0 * s]
+        v1 = x[i1 * s]
+        v2 = x[i2 * s]
+        v3 = x[i3 * s]
+        out[i0] = v0
+        out[i1] = v1
+        out[i2] = v2
+        out[i3] = v3
+    else:
+        if i0 < n:
+            out[i0] = x[i0 * s]
+        if i1 < n:
+            out[i1] = x[i1 * s]
+        if i2 < n:
+            out[i2] = x[i2 * s]
+
+
+SWEEP_UNROLL = 4  # elements (loads in flight) per thread of the x4 copies
 
 
 @cuda.jit
@@ -86,8 +157,9 @@ def _vector(x, name: str = "x"):
     return x
 
 
-def offset_copy(x, offset: int, block: int = THREADS_PER_BLOCK):
-    """``out[i] = x[i + offset]`` for i < len(x) - offset (``x[offset:]``; empty for offset = len(x))."""
+def offset_copy(x, offset: int, block: int = THREADS_PER_BLOCK, x4: bool = False):
+    """``out[i] = x[i + offset]`` for i < len(x) - offset (``x[offset:]``; empty for offset = len(x));
+    ``x4``: four elements per thread."""
     _vector(x)
     offset = require_int(offset, "offset", minimum=0)
     block = require_block(block)
@@ -96,20 +168,40 @@ def offset_copy(x, offset: int, block: int = THREADS_PER_BLOCK):
         raise InputError(f"offset {offset} is past the end of x (length {x.shape[0]})")
     d_x = to_device(x, "x")
     d_out = cuda.device_array(n, np.float32)
-    _launch_1d(offset_copy_kernel, n, block, d_x, d_out, offset)
+    offset_copy_launch(d_x, d_out, offset, x4, block)
     return returned(d_out, not is_device_array(x))
 
 
-def strided_copy(x, stride: int, block: int = THREADS_PER_BLOCK):
-    """``out[i] = x[i * stride]`` for every i with i * stride < len(x) (``x[::stride]``)."""
+def strided_copy(x, stride: int, block: int = THREADS_PER_BLOCK, x4: bool = False):
+    """``out[i] = x[i * stride]`` for every i with i * stride < len(x) (``x[::stride]``); ``x4``: four
+    elements per thread."""
     _vector(x)
     stride = require_int(stride, "stride", minimum=1)
     block = require_block(block)
     n = -(-x.shape[0] // stride)
     d_x = to_device(x, "x")
     d_out = cuda.device_array(n, np.float32)
-    _launch_1d(strided_copy_kernel, n, block, d_x, d_out, stride)
+    strided_copy_launch(d_x, d_out, stride, x4, block)
     return returned(d_out, not is_device_array(x))
+
+
+def _sweep_blocks(n: int, x4: bool, block: int) -> int:
+    return blocks_to_cover(n, block * (SWEEP_UNROLL if x4 else 1))
+
+
+def offset_copy_launch(x, out, offset: int, x4: bool = False, block: int = THREADS_PER_BLOCK) -> None:
+    """``out[i] = x[i + offset]`` for i < out.size, on device arrays (one thread per element, or
+    four per thread with ``x4``)."""
+    kernel = offset_copy_x4_kernel if x4 else offset_copy_kernel
+    if out.size:  # nothing to do: no launch (a grid of 0 blocks is no launch configuration)
+        kernel[_sweep_blocks(out.size, x4, block), block](x, out, offset)
+
+
+def strided_copy_launch(x, out, stride: int, x4: bool = False, block: int = THREADS_PER_BLOCK) -> None:
+    """``out[i] = x[i * stride]`` for i < out.size, on device arrays."""
+    kernel = strided_copy_x4_kernel if x4 else strided_copy_kernel
+    if out.size:
+        kernel[_sweep_blocks(out.size, x4, block), block](x, out, stride)
 
 
 def _read_field(kernel, array, name: str, field: int, records_axis: int, block: int):
@@ -135,6 +227,61 @@ def read_field_soa(soa, field: int, block: int = THREADS_PER_BLOCK):
     return _read_field(soa_field_kernel, soa, "soa", field, records_axis=1, block=block)
 
 
+# 2-D: a row-major matrix of ``rows`` x ``cols`` floats stored with leading dimension ``ld`` >= cols
+# (the array has shape (rows, ld); columns cols..ld-1 are padding). Element (r, c) is at r * ld + c.
+
+
+@cuda.jit
+def matrix_row_walk(a, out, rows, cols):
+    """out[r, c] = a[r, c], lanes along a row: a warp reads 32 adjacent floats of one row."""
+    c = uint64(cuda.blockIdx.x) * uint64(cuda.blockDim.x) + uint64(cuda.threadIdx.x)
+    r = uint64(cuda.blockIdx.y)
+    if c < cols and r < rows:
+        out[r, c] = a[r, c]
+
+
+@cuda.jit
+def matrix_column_walk(a, out, rows, cols):
+    """out[r, c] = a[r, c], lanes down a column: a warp reads 32 floats ``ld`` apart (32 lines)."""
+    r = uint64(cuda.blockIdx.x) * uint64(cuda.blockDim.x) + uint64(cuda.threadIdx.x)
+    c = uint64(cuda.blockIdx.y)
+    if r < rows and c < cols:
+        out[r, c] = a[r, c]
+
+
+MATRIX_WALKS = {"matrix_row_walk": matrix_row_walk, "matrix_column_walk": matrix_column_walk}
+
+
+def matrix_walk_launch(walk: str, a, out, cols: int, block: int = THREADS_PER_BLOCK) -> None:
+    """Copy the first ``cols`` columns of ``a`` (rows, ld) into ``out`` (rows, >= cols), one thread
+    per element, warps walking rows (``matrix_row_walk``) or columns (``matrix_column_walk``)."""
+    rows = a.shape[0]
+    if walk == "matrix_row_walk":
+        grid = (blocks_to_cover(cols, block), rows)
+    elif walk == "matrix_column_walk":
+        grid = (blocks_to_cover(rows, block), cols)
+    else:
+        raise InputError(f"unknown walk {walk!r}; choose one of {', '.join(MATRIX_WALKS)}")
+    MATRIX_WALKS[walk][grid, block](a, out, np.uint64(rows), np.uint64(cols))
+
+
+def matrix_walk(a, cols: int | None = None, walk: str = "matrix_row_walk", block: int = THREADS_PER_BLOCK):
+    """The first ``cols`` columns (default: all) of a 2-D float32 array, copied by ``walk``; the
+    array's row length is the leading dimension. Returns a (rows, cols) array (host in, host out)."""
+    require_array(a, "a", dtype=np.float32, ndim=2)
+    require_contiguous(a, "a")
+    rows, ld = a.shape
+    cols = ld if cols is None else require_int(cols, "cols", 1, ld)
+    if rows < 1 or ld < 1:
+        raise InputError(f"a must hold at least one element, got shape {tuple(a.shape)}")
+    if (walk == "matrix_row_walk" and rows > 65535) or (walk == "matrix_column_walk" and cols > 65535):
+        raise InputError("a grid's y dimension holds at most 65535 blocks: one per row (column)")
+    block = require_block(block)
+    d_out = cuda.device_array((rows, cols), np.float32)
+    matrix_walk_launch(walk, to_device(a, "a"), d_out, cols, block)
+    return returned(d_out, not is_device_array(a))
+
+
 # ---------------------------------------------------------------------------------------------
 # Random inputs made on the device (never zeros): a hash of the index, recomputable on the host,
 # so a check can read any element's expected value without copying gigabytes back.
@@ -143,7 +290,6 @@ _K1, _K2, _K3 = np.uint64(0x9E3779B1), np.uint64(0x85EBCA6B), np.uint64(0xC2B2AE
 _M32 = np.uint64(0xFFFFFFFF)
 _S8, _S13, _S16 = np.uint64(8), np.uint64(13), np.uint64(16)
 _SCALE = np.float32(2.0**-23)
-_U2, _U3, _U4, _U32 = np.uint64(2), np.uint64(3), np.uint64(4), np.uint64(32)
 
 
 @cuda.jit(device=True)
@@ -313,7 +459,7 @@ def particles_padded_vec4_kernel(p, dt):
 
 PARTICLE_SOA_VARIANTS = ("particles_soa_naive", "particles_soa_unsigned", "particles_soa_loads_first",
                          "particles_soa", "particles_soa_vec4")
-_SOA_KERNELS = {
+SOA_KERNELS = {
     "particles_soa_naive": particles_soa_naive_kernel,
     "particles_soa_unsigned": particles_soa_unsigned_kernel,
     "particles_soa_loads_first": particles_soa_loads_first_kernel,
@@ -324,7 +470,7 @@ _SOA_KERNELS = {
 
 def particles_soa_launch(variant: str, arrays, dt, block: int = THREADS_PER_BLOCK) -> None:
     """Launch a SoA variant on six device arrays (x, y, z, vx, vy, vz)."""
-    kernel = _SOA_KERNELS[require_choice(variant, "SoA variant", _SOA_KERNELS)]
+    kernel = SOA_KERNELS[require_choice(variant, "SoA variant", SOA_KERNELS)]
     n = arrays[0].size
     threads = n // 4 + n % 4 if variant.endswith("vec4") else n
     kernel[blocks_to_cover(threads, block), block](*arrays, np.float32(dt))
@@ -401,7 +547,7 @@ def update_particles(aos, dt, layout: str = "soa", variant: str | None = None):
     if variant is not None:
         if layout != "soa":
             raise InputError(f"variant picks a SoA kernel: it needs layout='soa', got layout={layout!r}")
-        require_choice(variant, "SoA variant", _SOA_KERNELS)
+        require_choice(variant, "SoA variant", SOA_KERNELS)
     n = aos.shape[0]
     if n == 0:  # no particles: nothing to launch
         return aos.copy()
@@ -653,6 +799,46 @@ def copy_w16_queue(x, out, counters):
         if done == cuda.gridDim.x - 1:
             counters[0] = 0
             counters[1] = 0
+
+
+@cuda.jit
+def copy_w16_thread_chunks(x, out, per_thread):
+    """Thread t copies the ``per_thread`` adjacent float4s from ``t * per_thread``: in one request,
+    lane k's 16 bytes are ``16 * per_thread`` bytes after lane k-1's (adjacent only for 1). The
+    n % 4 last elements go to the first threads, one each."""
+    t = uint64(cuda.grid(1))
+    p = uint64(per_thread)
+    groups = uint64(x.size) // _U4
+    first = t * p
+    for j in range(per_thread):
+        g = first + uint64(j)
+        if g < groups:
+            a, b, c, d = load4(x, g)
+            store4(out, g, a, b, c, d)
+    tail = _U4 * groups + t
+    if tail < uint64(x.size):
+        out[tail] = x[tail]
+
+
+def thread_chunks_threads(n: int, per_thread: int) -> int:
+    """Threads copy_w16_thread_chunks needs: every float4 group covered, and the n % 4 tail."""
+    return max(-(-(n // 4) // per_thread), n % 4, 1)
+
+
+def copy_thread_chunks(x, per_thread: int = 1, block: int = THREADS_PER_BLOCK):
+    """Copy a float32 vector with copy_w16_thread_chunks (host or device array in, same out)."""
+    require_array(x, "x", dtype=np.float32, ndim=1)
+    require_contiguous(x, "x")
+    require_aligned(x, "x", 16)
+    per_thread = require_int(per_thread, "per_thread", 1, 64)
+    block = require_block(block)
+    if x.shape[0] < 1:
+        raise InputError("x is empty")
+    d_x = to_device(x, "x")
+    d_out = cuda.device_array(x.shape[0], np.float32)
+    threads = thread_chunks_threads(x.shape[0], per_thread)
+    copy_w16_thread_chunks[blocks_to_cover(threads, block), block](d_x, d_out, per_thread)
+    return returned(d_out, not is_device_array(x))
 
 
 WIDTH_VARIANTS = {  # name -> (kernel, bytes per access, grid-stride?)

@@ -14,6 +14,12 @@ source of one kernel, printed in the notebook; ``build(tile)`` compiles it. Ever
                     (32 / lanes_m) grid of threads whose 4-wide pieces are interleaved, so a warp's
                     16-byte shared reads hit consecutive addresses (no bank conflicts). lanes_m = 2
                     with 16 threads across is the plain conflict-free layout; 4 x 8 is warp tiling.
+* ``interleave``    1: lane ``l`` of a warp is thread (l // lanes_n, l % lanes_n) of its grid. 2: lanes
+                    are numbered in pairs along M (CUTLASS's ``RowMajorInterleaved<2>``): lanes
+                    2j and 2j+1 share a column of B, lanes 4j+i and 4j+i+2 a row of A. A 16-byte
+                    shared load whose lanes come in such equal pairs takes 2 wavefronts, not 4
+                    (``lessons.gemm.lds128_wavefronts``): with both operands paired, an 8 x 16 micro-tile
+                    needs 12 wavefronts per warp per k-step instead of 20.
 * ``pad``           extra floats per row of the transposed A tile (the transposing stores stop
                     colliding in one bank).
 * ``double_buffer`` two shared buffers: the next tile's global loads are issued before the current
@@ -25,6 +31,11 @@ source of one kernel, printed in the notebook; ``build(tile)`` compiles it. Ever
                     the k-steps and B's during the second, so half as many registers hold loads in flight.
 * ``max_registers`` the register cap handed to the compiler (None: no cap); ``min_blocks`` asks
                     for launch bounds instead (``threads`` per block, at least this many blocks per SM).
+* ``stages``        0: as above. 2 or more (lesson 7, with ``double_buffer=False``): tiles are copied
+                    by ``cp.async`` straight into shared memory (A with 4-byte copies into its
+                    transposed tile, as cuBLAS's SIMT kernel does; B with 16-byte copies), ``stages - 1``
+                    tiles in flight during the FMAs, one barrier per tile; one dynamic shared buffer
+                    (opted in past 48 KiB).
 
 All indices are uint64 (the signed-index trap of step 6) and every constant is wrapped in ``U(...)``
 so that no signed integer enters the arithmetic (uint64 + int64 is float64 in numba). Edges: loads
@@ -34,14 +45,14 @@ no launch; K = 0: zeros).
 
 from __future__ import annotations
 
-import linecache
 from dataclasses import dataclass, replace
 
 import numpy as np
 from numba import cuda, float32, uint64
 
-from .. import vector
-from ..checks import InputError
+from .. import ptx, vector
+from ..checks import InputError, _pointer
+from . import generated
 from .arrays import is_device_array, returned, to_device
 from .gemm import check_gemm_operands
 
@@ -56,12 +67,20 @@ class Tile:
     vector: bool = True
     unroll: bool = True
     lanes_m: int = 2
+    interleave: int = 1
     pad: int = 4
     double_buffer: bool = True
     max_registers: int | None = 128
     min_blocks: int | None = None
     group_m: int = 0
     split_prefetch: bool = False
+    stages: int = 0
+
+    @property
+    def shared_floats(self) -> int:
+        """Floats of shared memory: (bm + pad) x bk of A and bk x bn of B, per buffer."""
+        buffers = self.stages or (2 if self.double_buffer else 1)
+        return buffers * self.bk * (self.bm + self.pad + self.bn)
 
     @property
     def threads(self) -> int:
@@ -80,10 +99,17 @@ class Tile:
             raise InputError("split_prefetch needs double_buffer, unroll and an even bk")
         if self.pad % 4:
             raise InputError("pad must keep rows 16-byte aligned (a multiple of 4 floats)")
+        if self.stages and (self.stages < 2 or self.double_buffer or self.split_prefetch or not self.unroll):
+            raise InputError(f"stages={self.stages}: a cp.async pipeline of 2 or more stages, in place of "
+                             "double_buffer and split_prefetch, with the k-loop unrolled")
+        if self.stages and (self.bm * self.bk) % self.threads:
+            raise InputError(f"{self}: the A tile's 4-byte copies do not spread evenly over the threads")
         if self.lanes_m:
             lanes_n = 32 // self.lanes_m
             if 32 % self.lanes_m or (self.bn // self.tn) % lanes_n or (self.bm // self.tm) % self.lanes_m:
                 raise InputError(f"a {self.lanes_m} x {lanes_n} warp does not tile {self}")
+        if self.interleave not in (1, 2) or (self.interleave == 2 and (not self.lanes_m or self.lanes_m % 2)):
+            raise InputError(f"interleave must be 1, or 2 with an even lanes_m (lane pairs along M): {self}")
         width = 4 if self.vector else 1
         for floats in (self.bm * self.bk, self.bk * self.bn):
             pieces = floats // width
@@ -93,6 +119,39 @@ class Tile:
 
 def _u(value: int) -> str:
     return f"U({value})"
+
+
+def _offset(value: int) -> str:
+    """A constant term of a sum, left out when it is zero."""
+    return f"{_u(value)} + " if value else ""
+
+
+def _warp_lanes(t: Tile, emit, groups_m: int, groups_n: int) -> None:
+    """The rows r{g} and columns c{h} of a thread whose warp is a lanes_m x lanes_n grid of lanes
+    (interleaved in pairs along M when ``t.interleave`` is 2); a dimension of one warp is left out."""
+    lanes_n = 32 // t.lanes_m
+    warps_n = (t.bn // t.tn) // lanes_n
+    warps_m = t.threads // 32 // warps_n
+    emit(f"warp, lane = tid // {_u(32)}, tid % {_u(32)}")
+    if warps_m > 1 and warps_n > 1:
+        emit(f"wm, wn = warp // {_u(warps_n)}, warp % {_u(warps_n)}")
+    elif warps_m > 1:
+        emit("wm = warp  # the warps are stacked along M: one warp spans the tile's width")
+    elif warps_n > 1:
+        emit("wn = warp  # the warps sit side by side along N: one warp spans the tile's height")
+    if t.interleave == 1:
+        emit(f"lm, ln = lane // {_u(lanes_n)}, lane % {_u(lanes_n)}")
+    else:
+        pair = t.interleave
+        emit("# lanes in pairs along M: lanes 2j, 2j+1 share a column of B; 4j+i, 4j+i+2 a row of A")
+        emit(f"lm = lane // {_u(pair * lanes_n)} * {_u(pair)} + lane % {_u(pair)}")
+        emit(f"ln = lane // {_u(pair)} % {_u(lanes_n)}")
+    warp_m = f"wm * {_u(t.lanes_m * t.tm)} + " if warps_m > 1 else ""
+    warp_n = f"wn * {_u(lanes_n * t.tn)} + " if warps_n > 1 else ""
+    for g in range(groups_m):
+        emit(f"r{g} = {warp_m}{_offset(g * t.lanes_m * 4)}lm * {_u(4)}")
+    for h in range(groups_n):
+        emit(f"c{h} = {warp_n}{_offset(h * lanes_n * 4)}ln * {_u(4)}")
 
 
 def kernel_source(t: Tile, name: str = "gemm_generated") -> str:
@@ -108,8 +167,12 @@ def kernel_source(t: Tile, name: str = "gemm_generated") -> str:
         lines.append("    " * indent + text)
 
     lines.append(f"def {name}(a, b, c, m, n, k):")
-    emit(f"a_s = cuda.shared.array({bufs * a_buf}, float32)  # A tile, k-major: a_s[kk * {lda} + row]")
-    emit(f"b_s = cuda.shared.array({bufs * b_buf}, float32)  # B tile: b_s[kk * {ldb} + col]")
+    if t.stages:
+        emit("smem = cuda.shared.array(0, float32)  # dynamic: per stage the A tile, then the B tile")
+        emit(f"a_s = b_s = smem  # A k-major: [kk * {lda} + row]; B: [{a_buf} + kk * {ldb} + col]")
+    else:
+        emit(f"a_s = cuda.shared.array({bufs * a_buf}, float32)  # A tile, k-major: a_s[kk * {lda} + row]")
+        emit(f"b_s = cuda.shared.array({bufs * b_buf}, float32)  # B tile: b_s[kk * {ldb} + col]")
     emit("tid = U(cuda.threadIdx.x)")
     if t.group_m:
         emit("# blocks renumbered: groups of tile rows swept column by column (L2 reuse)")
@@ -122,23 +185,17 @@ def kernel_source(t: Tile, name: str = "gemm_generated") -> str:
     else:
         emit(f"m0 = U(cuda.blockIdx.y) * {_u(t.bm)}")
         emit(f"n0 = U(cuda.blockIdx.x) * {_u(t.bn)}")
-    emit("# this thread's outputs: rows r{g} .. r{g}+3 and columns c{h} .. c{h}+3 of the block tile")
+    rows = ", ".join(f"r{g}..r{g}+3" for g in range(groups_m))
+    columns = ", ".join(f"c{h}..c{h}+3" for h in range(groups_n))
+    emit(f"# this thread's outputs: rows {rows} and columns {columns} of the block tile")
     if t.lanes_m:
-        lanes_n = 32 // t.lanes_m
-        warps_n = (t.bn // t.tn) // lanes_n
-        emit(f"warp, lane = tid // {_u(32)}, tid % {_u(32)}")
-        emit(f"wm, wn = warp // {_u(warps_n)}, warp % {_u(warps_n)}")
-        emit(f"lm, ln = lane // {_u(lanes_n)}, lane % {_u(lanes_n)}")
-        for g in range(groups_m):
-            emit(f"r{g} = wm * {_u(t.lanes_m * t.tm)} + {_u(g * t.lanes_m * 4)} + lm * {_u(4)}")
-        for h in range(groups_n):
-            emit(f"c{h} = wn * {_u(lanes_n * t.tn)} + {_u(h * lanes_n * 4)} + ln * {_u(4)}")
+        _warp_lanes(t, emit, groups_m, groups_n)
     else:
         emit(f"ty, tx = tid // {_u(t.bn // t.tn)}, tid % {_u(t.bn // t.tn)}")
         for g in range(groups_m):
-            emit(f"r{g} = ty * {_u(t.tm)} + {_u(4 * g)}")
+            emit(f"r{g} = ty * {_u(t.tm)}" + (f" + {_u(4 * g)}" if g else ""))
         for h in range(groups_n):
-            emit(f"c{h} = tx * {_u(t.tn)} + {_u(4 * h)}")
+            emit(f"c{h} = tx * {_u(t.tn)}" + (f" + {_u(4 * h)}" if h else ""))
     for i in range(t.tm):
         emit(" = ".join(f"acc{i}_{j}" for j in range(t.tn)) + " = float32(0)")
 
@@ -232,7 +289,9 @@ def kernel_source(t: Tile, name: str = "gemm_generated") -> str:
             compute_step(abase, bbase, "kk", indent + 1)
 
     emit(f"tiles = (k + {_u(t.bk - 1)}) // {_u(t.bk)}")
-    if t.double_buffer:
+    if t.stages:
+        _async_pipeline(t, emit, compute, lda, ldb, pieces_b, only_b)
+    elif t.double_buffer:
         emit("# prologue: tile 0 into buffer 0")
         load_global(_u(0), 1)
         store_shared(_u(0), _u(0), 1)
@@ -282,20 +341,59 @@ def kernel_source(t: Tile, name: str = "gemm_generated") -> str:
     return "\n".join(lines) + "\n"
 
 
+def _async_pipeline(t: Tile, emit, compute, lda: int, ldb: int, pieces_b: int, only_b: str) -> None:
+    """The k-loop of a ``stages``-deep cp.async pipeline (lesson 7): copies land at the wait."""
+    a_buf, stage = t.bk * lda, t.bk * (lda + ldb)
+    pieces_a = t.bm * t.bk // t.threads
+    emit("# A: 4-byte copies, consecutive threads along k of a row, stored transposed (k-major)")
+    for p in range(pieces_a):
+        piece = f"(tid + {_u(p * t.threads)})"
+        emit(f"xr{p}, xk{p} = {piece} // {_u(t.bk)}, {piece} % {_u(t.bk)}")
+    b_copy, b_width = ("cp_async16", 4) if t.vector else ("cp_async4", 1)
+
+    def issue(k0: str, base: str, indent: int) -> None:
+        for p in range(pieces_a):
+            emit(f"ok = m0 + xr{p} < m and {k0} + xk{p} < k", indent)
+            emit(f"cp_async4(a_s, {base} + xk{p} * {_u(lda)} + xr{p}, a, "
+                 f"(m0 + xr{p}) * k + {k0} + xk{p} if ok else {_u(0)}, 4 if ok else 0)", indent)
+        for p in range(pieces_b):
+            guard = f"{only_b[:-5]} and " if only_b else ""
+            emit(f"ok = {guard}{k0} + bk{p} < k and n0 + bc{p} < n", indent)
+            if only_b:
+                emit(f"if {only_b[:-5]}:", indent)
+            emit(f"{b_copy}(b_s, {base} + {_u(a_buf)} + bk{p} * {_u(ldb)} + bc{p}, b, "
+                 f"({k0} + bk{p}) * n + n0 + bc{p} if ok else {_u(0)}, {4 * b_width} if ok else 0)",
+                 indent + (1 if only_b else 0))
+
+    emit(f"# prologue: tiles 0 .. {t.stages - 2} in flight, one commit group each")
+    for s in range(t.stages - 1):
+        emit(f"if {_u(s)} < tiles:")
+        issue(_u(s * t.bk), _u(s * stage), 2)
+        emit("cp_async_commit_group()")
+    emit("for tile in range(tiles):")
+    emit(f"cp_async_wait_group({t.stages - 2})  # this thread's copies of `tile` have landed", 2)
+    emit("cuda.syncthreads()  # everyone's have; and everyone is done with tile - 1's stage", 2)
+    emit(f"ahead = tile + {_u(t.stages - 1)}", 2)
+    emit("if ahead < tiles:", 2)
+    issue(f"ahead * {_u(t.bk)}", f"ahead % {_u(t.stages)} * {_u(stage)}", 3)
+    emit("cp_async_commit_group()  # an empty group at the end keeps the count right", 2)
+    emit(f"cur = tile % {_u(t.stages)} * {_u(stage)}", 2)
+    compute("cur", f"cur + {_u(a_buf)}", 2)
+
+
 _BUILT: dict = {}
+_SHARED_ALLOWED: set = set()
 
 
 def python_kernel(t: Tile, name: str = "gemm_generated"):
     """The generated function, not yet compiled (the simulator runs it as it is)."""
     namespace = {"cuda": cuda, "float32": float32, "U": uint64, "load4": vector.load4,
                  "store4": vector.store4, "load4_shared": vector.load4_shared,
-                 "store4_shared": vector.store4_shared}
-    source = kernel_source(t, name)
-    filename = f"<gemm_codegen {name} {t}>"
-    # linecache lets inspect.getsource (and the traffic tracer's array names) read generated code
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - our own source
-    return namespace[name]
+                 "store4_shared": vector.store4_shared, "cp_async4": ptx.cp_async4,
+                 "cp_async16": ptx.cp_async16, "cp_async_commit_group": ptx.cp_async_commit_group,
+                 "cp_async_wait_group": ptx.cp_async_wait_group}
+    # linecache (or a file, see generated.py) lets inspect.getsource and the tracer read the code
+    return generated.define(kernel_source(t, name), name, namespace, f"gemm_codegen {name} {t}")
 
 
 def build(t: Tile):
@@ -306,14 +404,12 @@ def build(t: Tile):
             options["max_registers"] = t.max_registers
         if t.min_blocks and not vector.SIMULATED:
             options["launch_bounds"] = (t.threads, t.min_blocks)
-        _BUILT[t] = cuda.jit(**options)(python_kernel(t))
+        _BUILT[t] = generated.jit(python_kernel(t), **options)
     return _BUILT[t]
 
 
 def vector_ok(a, b, c, k: int, n: int) -> bool:
     """16-byte loads need rows that start on 16-byte boundaries: K and N multiples of 4, aligned bases."""
-    from ..checks import _pointer
-
     return k % 4 == 0 and n % 4 == 0 and all(_pointer(x) % 16 == 0 for x in (a, b, c))
 
 
@@ -327,8 +423,14 @@ def launch(t: Tile, a, b, c) -> Tile:
         return t
     used = t if (not t.vector or vector_ok(a, b, c, k, n)) else t.scalar()
     grid = (-(-n // t.bn), -(-m // t.bm))
-    build(used)[grid, used.threads](a.reshape(a.size), b.reshape(b.size), c.reshape(c.size),
-                                    np.uint64(m), np.uint64(n), np.uint64(k))
+    args = (a.reshape(a.size), b.reshape(b.size), c.reshape(c.size), np.uint64(m), np.uint64(n), np.uint64(k))
+    shared_bytes = 4 * used.shared_floats if used.stages else 0  # dynamic (the pipeline's buffer)
+    if shared_bytes > 48 * 1024 and used not in _SHARED_ALLOWED:
+        from .littles_law import allow_dynamic_shared
+
+        allow_dynamic_shared(build(used), args, shared_bytes)
+        _SHARED_ALLOWED.add(used)
+    build(used)[grid, used.threads, 0, shared_bytes](*args)
     return used
 
 

@@ -4,9 +4,12 @@ host wrapper ``matmul(a, b, step)``.
 Each step changes one thing, motivated by what the previous step's counters or SASS showed (the
 lesson's checklist table). Steps 7-12 are written by ``gemm_codegen`` from a ``Tile``: each changes
 one thing of the previous step's tile (step 12: the micro-tile's width, which no longer fits the
-register cap). Warp tiling (a warp as 4x8 threads, ``WARP_TILE``) did not
-pay on the H200 (benchmarks/gemm_probe.py, recorded in data/nvidia-h200/gemm_probe.csv) and is not
-a step.
+register cap).
+
+Warp tiling is not a step. The probe (data/nvidia-h200/probes/gemm_probe.csv) timed it on step 11's
+8x8 tile (``WARP_TILE``) with the timer of that day and saw no gain; the lesson re-measures it on the
+search's 16-deep 8x16 tile (``WARP_TILE_8X16``: lanes 4 x 8, in pairs along M, so that every 16-byte
+shared load is served in 2 wavefronts instead of 4) as a candidate of its tile search.
 """
 
 from __future__ import annotations
@@ -36,7 +39,13 @@ REGISTER_CAP_TILE = Tile()
 # 128x256 block, 8x16 outputs per thread (as CUTLASS's SIMT SGEMM): 235 registers on the H200, so
 # no cap and one block of 8 warps per SM; 128 FMAs per 6 LDS.128 per k-step instead of 64 per 4.
 BIG_TILE = Tile(bn=256, tn=16, max_registers=None)
-WARP_TILE = Tile(lanes_m=4)  # warp tiling: measured by the probe (data/nvidia-h200/gemm_probe.csv), no gain
+WARP_TILE = Tile(lanes_m=4)  # warp tiling of the 8x8 tile: timed by the probe (probes/gemm_probe.csv)
+# The search's 128x256x16 tile (8x16 per thread, pad 0: two buffers in exactly 48 KiB) ...
+SEARCH_TILE_8X16 = Tile(bn=256, tn=16, bk=16, max_registers=None, pad=0)
+# ... and the same tile warp-tiled: each warp 32 x 128 outputs as 4 x 8 lanes, numbered in pairs along M
+# (lanes 2j, 2j+1 share B's columns; 4j+i, 4j+i+2 A's rows): 12 shared wavefronts per warp per k-step
+# where the 2 x 16 lanes of step 12 need 20 (lessons.gemm.shared_wavefronts_per_k_step).
+WARP_TILE_8X16 = Tile(bn=256, tn=16, bk=16, max_registers=None, pad=0, lanes_m=4, interleave=2)
 
 
 @dataclass(frozen=True)

@@ -20,12 +20,14 @@ take device arrays and only launch (the timing harness calls those).
 
 from __future__ import annotations
 
+import inspect
 import linecache
 from functools import cache
 
 import numpy as np
-from numba import cuda, float32, int64, uint32, uint64
+from numba import cuda, float32, int64, typeof, uint32, uint64
 
+from .. import SIMULATED
 from ..checks import (
     InputError,
     require_aligned,
@@ -35,6 +37,7 @@ from ..checks import (
     require_host,
     require_int,
 )
+from ..occupancy import sm_limits
 from ..vector import load4, store4
 from .launch import THREADS_PER_BLOCK
 from .util import queue_counters
@@ -127,8 +130,6 @@ def _compile(name: str, source: str, jit_options: dict | None = None):
     namespace = {"cuda": cuda, "float32": float32, "uint64": uint64, "int64": int64, "uint32": uint32,
                  "load4": load4, "store4": store4}
     exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - our own template
-    from .. import SIMULATED
-
     options = {} if SIMULATED else (jit_options or {})  # the simulator has no register allocator
     kernel = cuda.jit(**options)(namespace[name])
     _SOURCES[name] = source
@@ -141,8 +142,6 @@ def kernel_source(kernel) -> str:
     name = getattr(kernel, "__name__", None) or kernel.py_func.__name__
     if name in _SOURCES:
         return _SOURCES[name]
-    import inspect
-
     return inspect.getsource(kernel.py_func)
 
 
@@ -322,8 +321,6 @@ def copy(x, unroll: int = 1, vector: bool = False, block: int = COPY_BLOCK, shar
 
 def _dynamic_shared(kernel, shared: int, args) -> int:
     """Check a launch's dynamic shared memory; past a plain kernel's 48 KiB, opt the kernel in."""
-    from ..occupancy import sm_limits
-
     limits = sm_limits()
     shared = require_int(shared, "shared", 0, limits.shared_per_block_optin)
     if shared > limits.shared_per_block:  # the copies have no static shared memory
@@ -540,13 +537,10 @@ def allow_dynamic_shared(kernel, args, nbytes: int) -> None:
     Past 48 KiB a kernel must opt in (cudaFuncSetAttribute's MAX_DYNAMIC_SHARED_SIZE_BYTES); a
     no-op on the simulator.
     """
-    from .. import SIMULATED
-
     nbytes = require_int(nbytes, "nbytes", 0)
     if SIMULATED:
         return
-    from numba import typeof
-    from numba.cuda.cudadrv.driver import binding, driver
+    from numba.cuda.cudadrv.driver import binding, driver  # the driver's API: only on a GPU
 
     overload = kernel.compile(tuple(typeof(a) for a in args))
     cufunc = overload._codelibrary.get_cufunc()

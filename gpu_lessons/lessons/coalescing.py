@@ -1,49 +1,68 @@
 """Lesson 3: coalescing. A warp's request is served in 32-byte sectors; layout and access width
 decide how many it needs and how many bytes move for the ones a kernel uses.
 
-The experiment: one warp's request drawn from the tracer; a copy with a start offset of 0..32
-elements and one with a stride of 1..256 elements, timed beside their sectors per request and the
-model "useful bandwidth = ceiling x ideal sectors / actual sectors"; a particle update
-``x += v * dt`` in AoS, SoA, AoSoA and padded-record layouts beside CuPy; copies 4, 8 and 16 bytes
-wide, one-shot and grid-stride, from L2-resident sizes to 16x the L2.
+The experiment (``SECTIONS``, in this order on a GPU):
+
+    particles        ``x += v * dt`` in AoS, SoA (five versions), AoSoA and padded records, beside CuPy
+    access widths    copies 4, 8 and 16 bytes wide, one-shot and grid-stride, L2-resident to 17x the L2
+    grid-stride gap  the one-wave grid-stride float4 copy in the shapes that look for its 8% gap
+    offsets          ``out[i] = x[i + offset]``, offsets 0..32, one 4-byte load per thread
+    strides          ``out[i] = x[i * stride]``, strides 1..256, one 4-byte load per thread
+    offsets x4       the same with four loads in flight per thread: DRAM-bound at offset 0
+    strides x4       the same with four loads in flight per thread: DRAM-bound at stride 1
+    2-D walks        a row-major 8192 x 8192 matrix copied with warps along rows or down columns
+
+Beside the timings, the models and their error per point: sectors per request (the tracer, and
+Nsight Compute where recorded) and the bytes DRAM moves (64-byte granules; Nsight Compute's
+``dram__bytes_read.sum`` where recorded). Readers take the ``LessonResult`` (``lessons.load``).
 """
 
 from __future__ import annotations
 
-import sys
+import functools
+import statistics
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from numba import cuda
 
+from .. import bench, ncu, plots
 from ..kernels import coalescing as k
+from ..kernels import roofline as roofline_kernels
+from ..kernels.launch import THREADS_PER_BLOCK
+from ..kernels.util import poison, queue_counters
+from ..results import LessonResult, RecordingError
 from ..scoreboard import Comparison
-from .common import check_row, progress, timed_row
+from ..sim import trace
+from .runner import Run, Section, check_row, cupy_or_none
 
 NAME = "coalescing"
 TITLE = "Coalescing, 32-byte sectors, AoS vs SoA, 16-byte access"
 NOTEBOOK = "03_coalescing_aos_soa.ipynb"
-SUMMARY = "sectors per request traced and timed: offsets, strides, particle layouts, access width"
+SUMMARY = "sectors per request traced and timed: offsets, strides, 2-D walks, particle layouts, access width"
 
-SEED = 2026
-OFFSETS = list(range(33))  # elements: 0..32 floats = 0..128 bytes
+SEED = 2026  # the device-side random fill (kernels.coalescing.fill_random): values recomputable on the host
+OFFSETS = tuple(range(33))  # elements: 0..32 floats = 0..128 bytes
 OFFSET_N = 2**26  # 256 MiB read + 256 MiB written
-STRIDES = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 128, 256]  # 8 = a sector, 32 = a line
+STRIDES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 128, 256)  # 8 = a sector, 32 = a line
 STRIDE_INPUT = 2**30  # 4 GiB of input floats: a strided read never comes back to a sector
 STRIDE_MAX_OUT = 2**26
-WIDTH_SIZES = [2**p for p in (20, 22, 24, 26, 28)]  # 4 MiB (L2-resident) .. 1 GiB (17x L2) per buffer
-WIDTH_VARIANTS = ["copy_w4", "copy_w8", "copy_w16", "copy_w4_grid_stride", "copy_w8_grid_stride",
-                  "copy_w16_grid_stride", "copy_w16_grid_stride_x4", "copy_w16_queue"]
-PERSISTENT_16 = ["copy_w16_grid_stride", "copy_w16_grid_stride_x4"]  # one wave of resident blocks
+SWEEP_PASSES = 3  # forward, backward, forward: a slow drift of the GPU's speed averages out
+WIDTH_SIZES = tuple(2**p for p in (20, 22, 24, 26, 28))  # 4 MiB (L2-resident) .. 1 GiB (17x L2) per buffer
+WIDTH_VARIANTS = ("copy_w4", "copy_w8", "copy_w16", "copy_w4_grid_stride", "copy_w8_grid_stride",
+                  "copy_w16_grid_stride", "copy_w16_grid_stride_x4", "copy_w16_queue")
+PERSISTENT_16 = ("copy_w16_grid_stride", "copy_w16_grid_stride_x4")  # one wave of resident blocks
 # The grid-stride copy's gap, timed at the largest size only: more waves of blocks (param = waves of
 # resident blocks), one wave taking chunks from a queue with 1024-thread blocks, and blocks that
 # each copy one contiguous chunk (DRAM locality).
-GAP_WAVES = [2, 4, 8, 16, 32, 64, 128]
+GAP_WAVES = (2, 4, 8, 16, 32, 64, 128)
 GRID_STRIDE_WAVES = "copy_w16_grid_stride waves"
 QUEUE_1024 = "copy_w16_queue 1024"
 BLOCK_CHUNKS = "copy_w16_block_chunks"
 SIGNED_GRID_STRIDE = "copy_vec4_grid_stride (lesson 1, signed index)"
 GRID_STRIDE_1024 = "copy_w16_grid_stride 1024 threads"
-GAP_SHAPES = [GRID_STRIDE_WAVES, QUEUE_1024, BLOCK_CHUNKS, SIGNED_GRID_STRIDE, GRID_STRIDE_1024]
+GAP_SHAPES = (GRID_STRIDE_WAVES, QUEUE_1024, BLOCK_CHUNKS, SIGNED_GRID_STRIDE, GRID_STRIDE_1024)
 BALANCED_WAVES = 64  # the scoreboard's many-waves grid-stride copy: each thread still loops about 4 times
 PARTICLES = 2**25  # 1.2 GB moved per update (36 bytes a particle): 20x the L2
 DT = np.float32(0.01)
@@ -51,8 +70,19 @@ CUPY_COPY = "cupy copy"
 CUPY_ELEMENTWISE = "cupy ElementwiseKernel (SoA)"
 CUPY_EXPRESSIONS = "cupy expressions (SoA)"
 CUPY_AOS = "cupy expression (AoS)"
-SOA_VARIANTS = list(k.PARTICLE_SOA_VARIANTS)
-LAYOUT_VARIANTS = ["particles_aos", *SOA_VARIANTS, "particles_aosoa", "particles_padded_vec4"]
+SOA_VARIANTS = tuple(k.PARTICLE_SOA_VARIANTS)
+LAYOUT_VARIANTS = ("particles_aos", *SOA_VARIANTS, "particles_aosoa", "particles_padded_vec4")
+SOA_REFERENCE = "particles_soa"  # what AoS and the padded records are measured against
+MATRIX_N = 8192  # rows = cols: 256 MiB read + 256 MiB written, 8.5x the L2
+MATRIX_LDS = (8192, 8224)  # leading dimensions: the row length, and one padded by 128 bytes
+MATRIX_WALKS = tuple(k.MATRIX_WALKS)
+
+# The four sweeps: variant -> (kind, four loads in flight per thread?)
+SWEEPS = {"offset_copy": ("offset", False), "strided_copy": ("stride", False),
+          "offset_copy_x4": ("offset", True), "strided_copy_x4": ("stride", True)}
+SECTOR_BYTES = 32
+DRAM_GRANULE = 64  # bytes DRAM moves per access on the H200, as its counters show (dram_granularity)
+USEFUL_BYTES_PER_ELEMENT = 8  # a copy reads 4 bytes and writes 4 per element
 
 COMPARISONS = [
     Comparison(title="particle update, SoA, vs fused ElementwiseKernel", lesson=NAME, metric="gbps",
@@ -72,112 +102,83 @@ COMPARISONS = [
 ]
 
 
-# ---------------------------------------------------------------------------------- counting
+@dataclass(frozen=True)
+class Plan:
+    """The experiment's sizes and points: the GPU's by default. A run reads its plan through
+    ``run.shared("plan", Plan)``, so a test can run a section at toy sizes on the simulator."""
+
+    big: int = STRIDE_INPUT  # floats of the one random input every section reads from
+    offset_n: int = OFFSET_N
+    offsets: tuple = OFFSETS
+    strides: tuple = STRIDES
+    stride_max_out: int = STRIDE_MAX_OUT
+    passes: int = SWEEP_PASSES
+    width_sizes: tuple = WIDTH_SIZES
+    gap_waves: tuple = GAP_WAVES
+    particles: int = PARTICLES
+    matrix: int = MATRIX_N
+    matrix_lds: tuple = MATRIX_LDS
+
+    def stride_outputs(self, stride: int) -> int:
+        return min(self.stride_max_out, self.big // stride)
 
 
-def _trace_copy(kernel, n_in: int, n_out: int, parameter: int, warps: int):
-    from ..sim import trace
+def stride_outputs(stride: int) -> int:
+    """Elements a stride point copies (the timings and the Nsight Compute cases alike)."""
+    return Plan().stride_outputs(stride)
 
+
+# ---------------------------------------------------------------------------------- the tracer
+
+
+def _trace_sweep(variant: str, param: int, warps: int):
+    kind, x4 = SWEEPS[variant]
+    n = 32 * warps * (k.SWEEP_UNROLL if x4 else 1)
+    n_in = n + param if kind == "offset" else (n - 1) * param + 1
     x = np.random.default_rng(1).standard_normal(n_in, dtype=np.float32)
-    out = np.zeros(n_out, np.float32)
-    return trace.trace(kernel, 1, 32 * warps, x, out, parameter)
+    out = np.zeros(n, np.float32)
+    kernel = {"offset_copy": k.offset_copy_kernel, "strided_copy": k.strided_copy_kernel,
+              "offset_copy_x4": k.offset_copy_x4_kernel, "strided_copy_x4": k.strided_copy_x4_kernel}[variant]
+    return trace.trace(kernel, 1, 32 * warps, x, out, param)
 
 
-def traced_offset(offset: int, warps: int = 2):
-    """The tracer's record of offset_copy_kernel (one block of ``warps`` warps) at ``offset``."""
-    n = 32 * warps
-    return _trace_copy(k.offset_copy_kernel, n + offset, n, offset, warps)
+def traced_offset(offset: int, warps: int = 2, x4: bool = False):
+    """The tracer's record of offset_copy_kernel (or the x4 one) on one block of ``warps`` warps."""
+    return _trace_sweep("offset_copy_x4" if x4 else "offset_copy", offset, warps)
 
 
-def traced_stride(stride: int, warps: int = 2):
-    n = 32 * warps
-    return _trace_copy(k.strided_copy_kernel, (n - 1) * stride + 1, n, stride, warps)
+def traced_stride(stride: int, warps: int = 2, x4: bool = False):
+    return _trace_sweep("strided_copy_x4" if x4 else "strided_copy", stride, warps)
 
 
-def sweep_sectors(kind: str, values) -> pd.DataFrame:
+@functools.cache  # a pure function of its arguments: each point is traced once per process
+def _sweep_point(variant: str, param: int) -> tuple[float, float]:
+    counts = _trace_sweep(variant, param, warps=1)
+    return counts.sectors_per_request("ld"), counts.sectors_per_request("st")
+
+
+def sweep_sectors(kind: str, values, x4: bool = False) -> pd.DataFrame:
     """Sectors per request of the load and the store, from the tracer (every warp of these copies
-    touches the same pattern, so two warps are enough), and the ideal: 4 + 4 per warp."""
-    traced = traced_offset if kind == "offset" else traced_stride
+    touches the same pattern), and the ideal: 4 + 4 per warp."""
+    variant = {"offset": "offset_copy", "stride": "strided_copy"}[kind] + ("_x4" if x4 else "")
     rows = []
     for value in values:
-        counts = traced(int(value))
-        rows.append({"param": int(value), "ld_sectors": counts.sectors_per_request("ld"),
-                     "st_sectors": counts.sectors_per_request("st")})
-    table = pd.DataFrame(rows)
+        ld, st = _sweep_point(variant, int(value))
+        rows.append({"param": int(value), "ld_sectors": ld, "st_sectors": st})
+    table = pd.DataFrame(rows, columns=["param", "ld_sectors", "st_sectors"])
     table["sectors"] = table["ld_sectors"] + table["st_sectors"]
     table["ideal_sectors"] = 8.0
     return table
 
 
-def recorded_ncu_sectors(kind: str, gpu: str | None = None) -> pd.DataFrame:
-    """Load sectors per request that Nsight Compute counted on a GPU (data/<gpu>/ncu_counters.csv)
-    for the offset or stride cases it recorded; empty when there is no such recording."""
-    from ..results import DEFAULT_GPU, data_root
-
-    path = data_root() / (gpu or DEFAULT_GPU) / "ncu_counters.csv"
-    if not path.exists():
-        return pd.DataFrame(columns=["param", "ncu_ld_sectors", "ncu_st_sectors"])
-    raw = pd.read_csv(path)
-    case = "offset_copy/offset=" if kind == "offset" else "strided_copy/stride="
-    raw = raw[raw["case"].str.startswith(case) & ~raw["case"].str.contains("/n=")]
-    wide = raw.pivot_table(index="case", columns="metric", values="value", aggfunc="first")
-    out = pd.DataFrame({"param": [int(c.split("=")[1]) for c in wide.index]})
-    for op in ("ld", "st"):
-        sectors = wide[f"l1tex__t_sectors_pipe_lsu_mem_global_op_{op}.sum"].to_numpy()
-        requests = wide[f"l1tex__t_requests_pipe_lsu_mem_global_op_{op}.sum"].to_numpy()
-        out[f"ncu_{op}_sectors"] = sectors / requests
-    return out.sort_values("param", ignore_index=True)
-
-
-def sweep_ceiling(table: pd.DataFrame, kind: str) -> float:
-    """The sweep's own ideal point (offset 0 / stride 1): the measured ceiling of 4-byte copies."""
-    variant, ideal = ("offset_copy", 0) if kind == "offset" else ("strided_copy", 1)
-    rows = table[(table["variant"] == variant) & np.isclose(table["param"], ideal)]
-    return float(rows["gbps"].iloc[0])
-
-
-def model_table(table: pd.DataFrame, kind: str, ceiling_gbps: float | None = None) -> pd.DataFrame:
-    """Measured useful bandwidth beside the model ceiling x ideal / actual sectors, with the
-    model's error per point (measured / model - 1), sectors from the tracer and from ncu.
-    The ceiling defaults to the sweep's own ideal point (``sweep_ceiling``)."""
-    variant = "offset_copy" if kind == "offset" else "strided_copy"
-    ceiling = sweep_ceiling(table, kind) if ceiling_gbps is None else ceiling_gbps
-    measured = table[table["variant"] == variant][["param", "size", "gbps"]].copy()
-    measured["param"] = measured["param"].astype(int)
-    sectors = sweep_sectors(kind, measured["param"])
-    merged = measured.merge(sectors, on="param").merge(recorded_ncu_sectors(kind), on="param", how="left")
-    merged["model_gbps"] = ceiling * merged["ideal_sectors"] / merged["sectors"]
-    merged["error"] = merged["gbps"] / merged["model_gbps"] - 1
-    return merged.sort_values("param", ignore_index=True)
-
-
-def dram_model(table: pd.DataFrame, counters: pd.DataFrame, dram_ceiling_gbps: float) -> pd.DataFrame:
-    """The stride sweep against the bytes DRAM actually moved (Nsight Compute, same sizes):
-    DRAM-bound bandwidth = DRAM ceiling x useful bytes / DRAM bytes; the kernel can go no faster
-    than its own ideal point either, so the model is the smaller of the two."""
-    model = model_table(table, "stride")
-    cases = {int(c.split()[-1]): c for c in counters.index if c.startswith("strided_copy ")}
-    model = model[model["param"].isin(cases)].copy()
-    dram = counters.loc[[cases[s] for s in model["param"]]]
-    model["dram_bytes"] = (dram["dram_read"] + dram["dram_write"]).to_numpy()
-    model["dram_per_useful"] = model["dram_bytes"] / (8 * model["size"])
-    model["dram_model_gbps"] = np.minimum(sweep_ceiling(table, "stride"),
-                                          dram_ceiling_gbps / model["dram_per_useful"])
-    model["dram_model_error"] = model["gbps"] / model["dram_model_gbps"] - 1
-    return model[["param", "size", "ld_sectors", "gbps", "model_gbps", "error", "dram_per_useful",
-                  "dram_model_gbps", "dram_model_error"]].reset_index(drop=True)
-
-
 def traced_aos_field(fields: int = 6, field: int = 3, warps: int = 2):
     """The tracer's record of aos_field_kernel reading one field of (n, fields) records."""
-    from ..sim import trace
-
     records = np.random.default_rng(1).standard_normal((32 * warps, fields), dtype=np.float32)
     return trace.trace(k.aos_field_kernel, 1, 32 * warps, records, np.zeros(32 * warps, np.float32), field)
 
 
 def warp_requests() -> list[tuple[str, str, pd.DataFrame]]:
-    """(name, title, request) for the five pictures of section 1: warp 0's load of the input."""
+    """(name, title, request) for the pictures of one warp's load: aligned, offset, strided, AoS."""
     return [
         ("request_aligned", "aligned copy: ld x[i + 0]", traced_offset(0).request(array="x")),
         ("request_offset_1", "offset 1: ld x[i + 1]", traced_offset(1).request(array="x")),
@@ -188,12 +189,101 @@ def warp_requests() -> list[tuple[str, str, pd.DataFrame]]:
     ]
 
 
-def copy_ceiling(table: pd.DataFrame) -> tuple[float, str]:
-    """The same run's best copy (ours or CuPy's) at the largest size: the model's ceiling."""
-    copies = table[table["variant"].isin([*WIDTH_VARIANTS, CUPY_COPY])]
-    copies = copies[copies["size"] == copies["size"].max()]
-    best = copies.loc[copies["gbps"].idxmax()]
-    return float(best["gbps"]), str(best["variant"])
+# 2-D: a warp along a row or down a column of a row-major matrix (leading dimension ld)
+
+MATRIX_TRACE_LD = 40  # a row of 32 used floats and 8 of padding: ld is the stride down a column
+
+
+def traced_matrix(walk: str, ld: int = MATRIX_TRACE_LD):
+    """The tracer's record of one matrix walk, on a matrix just big enough for full warps: 4 rows
+    of 32 columns (row walk) or 32 rows of 8 columns, a sector each (column walk), leading
+    dimension ``ld``."""
+    rows, cols = (4, 32) if walk == "matrix_row_walk" else (32, 8)
+    if ld < cols:
+        raise ValueError(f"ld must be at least the {cols} columns used, got {ld}")
+    a = np.random.default_rng(2).standard_normal((rows, ld), dtype=np.float32)
+    out = np.zeros((rows, ld), np.float32)
+    grid = (1, rows) if walk == "matrix_row_walk" else (1, cols)
+    return trace.trace(k.MATRIX_WALKS[walk], grid, 32, a, out, np.uint64(rows), np.uint64(cols))
+
+
+def matrix_requests(ld: int = MATRIX_TRACE_LD) -> list[tuple[str, str, pd.DataFrame]]:
+    """(name, title, request): one warp's load along a row, and down a column (32 lines)."""
+    return [
+        ("request_matrix_row", f"row walk: ld a[r, c], lanes along a row (ld = {ld})",
+         traced_matrix("matrix_row_walk", ld).request(array="a", op="ld")),
+        ("request_matrix_column", f"column walk: ld a[r, c], lanes down a column ({4 * ld} bytes apart)",
+         traced_matrix("matrix_column_walk", ld).request(array="a", op="ld")),
+    ]
+
+
+def _distinct(accesses: pd.DataFrame, granule: int) -> int:
+    """Granules of ``granule`` bytes touched at least once (what DRAM moves when nothing is re-fetched)."""
+    first = accesses["address"] // granule
+    last = (accesses["address"] + accesses["bytes"] - 1) // granule
+    touched = {(root, g) for root, a, b in zip(accesses["root"], first, last, strict=True)
+               for g in range(int(a), int(b) + 1)}
+    return len(touched)
+
+
+def matrix_sectors(ld: int = MATRIX_TRACE_LD) -> pd.DataFrame:
+    """Per walk, from the tracer: sectors per request (the L1 view) and the distinct 32-byte sectors
+    the whole walk touches per useful byte (the DRAM view when caches catch every reuse)."""
+    rows = []
+    for walk in MATRIX_WALKS:
+        counts = traced_matrix(walk, ld)
+        accesses = counts.accesses
+        useful = int(accesses["bytes"].sum())
+        rows.append({"variant": walk, "ld": ld,
+                     "ld_sectors": counts.sectors_per_request("ld"),
+                     "st_sectors": counts.sectors_per_request("st"),
+                     "distinct_bytes_per_useful": SECTOR_BYTES * (
+                         _distinct(accesses[accesses["store"] == 0], SECTOR_BYTES)
+                         + _distinct(accesses[accesses["store"] == 1], SECTOR_BYTES)) / useful})
+    table = pd.DataFrame(rows)
+    table["sectors"] = table["ld_sectors"] + table["st_sectors"]
+    return table
+
+
+# float4: coalesced only when adjacent lanes take adjacent 16-byte chunks
+
+FLOAT4_SPREADS = (1, 2, 4)
+
+
+def traced_float4(per_thread: int, warps: int = 1):
+    """copy_w16_thread_chunks with ``per_thread`` adjacent float4s per thread, one block."""
+    n = 4 * 32 * warps * per_thread
+    x = np.random.default_rng(3).standard_normal(n, dtype=np.float32)
+    return trace.trace(k.copy_w16_thread_chunks, 1, 32 * warps, x, np.zeros(n, np.float32), per_thread)
+
+
+def float4_adjacency(spreads=FLOAT4_SPREADS) -> pd.DataFrame:
+    """The float4 condition, traced: lanes ``16 * per_thread`` bytes apart. Sectors per request of
+    the 16-byte load (ideal 16: 32 lanes x 16 bytes), the share of the moved bytes a request uses,
+    and the distinct sectors the whole copy touches per useful byte (reuse hides it from DRAM)."""
+    rows = []
+    for per_thread in spreads:
+        counts = traced_float4(per_thread)
+        request = counts.request(array="x", op="ld")
+        loads = counts.accesses[counts.accesses["store"] == 0]
+        rows.append({"per_thread": per_thread, "lane_spacing_bytes": 16 * per_thread,
+                     "ld_sectors": counts.sectors_per_request("ld"),
+                     "ideal_sectors": request.attrs["ideal_sectors"],
+                     "used_share": request.attrs["useful_bytes"] / request.attrs["moved_bytes"],
+                     "distinct_bytes_per_useful": SECTOR_BYTES * _distinct(loads, SECTOR_BYTES)
+                     / int(loads["bytes"].sum())})
+    return pd.DataFrame(rows)
+
+
+def float4_requests(spreads=(1, 2)) -> list[tuple[str, str, pd.DataFrame]]:
+    """(name, title, request): one warp's 16-byte load with adjacent chunks, and spread out."""
+    out = []
+    for per_thread in spreads:
+        name = "request_float4_adjacent" if per_thread == 1 else f"request_float4_spread_{per_thread}"
+        title = (f"float4, adjacent lanes {16 * per_thread} bytes apart"
+                 + (" (adjacent chunks)" if per_thread == 1 else f" ({per_thread} float4 per thread)"))
+        out.append((name, title, traced_float4(per_thread).request(array="x", op="ld")))
+    return out
 
 
 LAYOUT_PARTICLES = 128  # four warps (one full warp of float4 threads), small for the simulator
@@ -201,8 +291,6 @@ LAYOUT_PARTICLES = 128  # four warps (one full warp of float4 threads), small fo
 
 def _traced_layouts(n: int = LAYOUT_PARTICLES) -> dict:
     """The tracer's record of one update in each layout, on the same n random particles."""
-    from ..sim import trace
-
     records = np.random.default_rng(5).standard_normal((n, k.PARTICLE_FIELDS), dtype=np.float32)
     fields = [np.ascontiguousarray(records[:, f]) for f in range(k.PARTICLE_FIELDS)]
     block = min(n, 256)
@@ -218,18 +306,14 @@ def _traced_layouts(n: int = LAYOUT_PARTICLES) -> dict:
     }
 
 
-def _distinct_sectors(accesses: pd.DataFrame) -> int:
-    """Sectors touched at least once (what DRAM must move when nothing is re-fetched)."""
-    first = accesses["address"] // 32
-    last = (accesses["address"] + accesses["bytes"] - 1) // 32
-    sectors = {(root, s) for root, a, b in zip(accesses["root"], first, last, strict=True)
-               for s in range(int(a), int(b) + 1)}
-    return len(sectors)
-
-
 def layout_sectors(n: int = LAYOUT_PARTICLES) -> pd.DataFrame:
     """Per layout, from the tracer: memory instructions and sectors per request (the L1 view),
     and the bytes per particle that must cross DRAM (distinct sectors loaded + stored x 32 / n)."""
+    return _layout_sectors(n).copy()
+
+
+@functools.cache  # traced once per process: the figures and tables read it several times
+def _layout_sectors(n: int) -> pd.DataFrame:
     rows = []
     for variant, counts in _traced_layouts(n).items():
         totals = counts.totals
@@ -242,14 +326,159 @@ def layout_sectors(n: int = LAYOUT_PARTICLES) -> pd.DataFrame:
             "ld_sectors_per_request": round(counts.sectors_per_request("ld"), 2),
             "st_sectors_per_request": round(counts.sectors_per_request("st"), 2),
             "useful_bytes": k.PARTICLE_USEFUL_BYTES,
-            "dram_bytes": 32 * (_distinct_sectors(loads) + _distinct_sectors(stores)) / n,
+            "dram_bytes": SECTOR_BYTES * (_distinct(loads, SECTOR_BYTES)
+                                          + _distinct(stores, SECTOR_BYTES)) / n,
         })
     return pd.DataFrame(rows)
 
 
-def particle_summary(table: pd.DataFrame) -> pd.DataFrame:
-    """The particle rows: useful GB/s, the bytes per particle DRAM moves (tracer), moved GB/s, and
-    each against the fused ElementwiseKernel and against the best SoA kernel."""
+# ------------------------------------------------------------------------ models against the data
+
+
+def copy_ceiling(table: pd.DataFrame) -> tuple[float, str]:
+    """The same run's best copy (ours or CuPy's) at the largest size: the model's ceiling."""
+    copies = table[table["variant"].isin([*WIDTH_VARIANTS, CUPY_COPY])]
+    copies = copies[copies["size"] == copies["size"].max()]
+    best = copies.loc[copies["gbps"].idxmax()]
+    return float(best["gbps"]), str(best["variant"])
+
+
+def _sweep_variant(kind_or_variant: str) -> str:
+    aliases = {"offset": "offset_copy", "stride": "strided_copy"}
+    variant = aliases.get(kind_or_variant, kind_or_variant)
+    if variant not in SWEEPS:
+        raise ValueError(f"unknown sweep {kind_or_variant!r}; choose one of {', '.join(SWEEPS)}")
+    return variant
+
+
+def sweep_ceiling(table: pd.DataFrame, sweep: str) -> float:
+    """A sweep's own ideal point (offset 0 / stride 1): what the same kernel does aligned and contiguous.
+    ``sweep``: a variant of ``SWEEPS``, or 'offset' / 'stride' for the one-load-per-thread copies."""
+    variant = _sweep_variant(sweep)
+    ideal = 0 if SWEEPS[variant][0] == "offset" else 1
+    rows = table[(table["variant"] == variant) & np.isclose(table["param"], ideal)]
+    if rows.empty:
+        raise RecordingError(f"no {variant} row at its ideal point ({SWEEPS[variant][0]} {ideal})")
+    return float(rows["gbps"].iloc[0])
+
+
+def dram_bytes_per_element(kind: str, param, granule: int = DRAM_GRANULE):
+    """Bytes DRAM moves per copied element if it moves whole ``granule``-byte chunks (long arrays):
+    the read of x (strides: min(4 x stride, granule); offsets: 4) and the contiguous write (4)."""
+    param = np.asarray(param, dtype=float)
+    read = np.minimum(4 * param, granule) if kind == "stride" else np.full_like(param, 4.0)
+    return read + 4
+
+
+def _ncu_case_param(case: str, variant: str) -> int | None:
+    prefix = f"{variant} "
+    if not case.startswith(prefix):
+        return None
+    tail = case[len(prefix):]
+    return int(tail) if tail.isdigit() else None
+
+
+def _ncu_sweep_elements(variant: str, param: int) -> int:
+    kind, _ = SWEEPS[variant]
+    return NCU_ELEMENTS if kind == "offset" else stride_outputs(param)
+
+
+def recorded_ncu_sectors(result: LessonResult, sweep: str) -> pd.DataFrame:
+    """What Nsight Compute counted for a sweep's recorded points (``ncu`` cases '<variant> <param>'):
+    load and store sectors per request, and DRAM bytes read and written per copied element."""
+    variant = _sweep_variant(sweep)
+    rows = []
+    evidence = result.evidence
+    for case in evidence.ncu:
+        param = _ncu_case_param(case, variant)
+        if param is None:
+            continue
+        value = functools.partial(evidence.ncu_value, case)
+        elements = _ncu_sweep_elements(variant, param)
+        rows.append({
+            "param": param,
+            "ncu_ld_sectors": value("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum")
+            / value("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"),
+            "ncu_st_sectors": value("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum")
+            / value("l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"),
+            "ncu_dram_read_per_element": value("dram__bytes_read.sum") / elements,
+            "ncu_dram_write_per_element": value("dram__bytes_write.sum") / elements,
+            "ncu_dram_pct_of_peak": value("dram__throughput.avg.pct_of_peak_sustained_elapsed"),
+        })
+    columns = ["param", "ncu_ld_sectors", "ncu_st_sectors", "ncu_dram_read_per_element",
+               "ncu_dram_write_per_element", "ncu_dram_pct_of_peak"]
+    table = pd.DataFrame(rows, columns=columns).astype({c: "float64" for c in columns[1:]})
+    return table.astype({"param": "int64"}).sort_values("param", ignore_index=True)
+
+
+def sweep_model(result: LessonResult, sweep: str, ceiling_gbps: float | None = None,
+                dram_ceiling_gbps: float | None = None) -> pd.DataFrame:
+    """A sweep's measured useful bandwidth beside two models, with each model's error per point
+    (measured / model - 1):
+
+    * sectors: ``ceiling x ideal sectors / actual sectors`` (8 per warp ideal: 4 loaded, 4 stored;
+      sectors per request from the tracer at every point, Nsight Compute's beside them where recorded);
+    * DRAM bytes: ``min(ceiling, DRAM ceiling x useful bytes / DRAM bytes)``, DRAM bytes per element
+      from 64-byte granules (``dram_bytes_per_element``) at every point, Nsight Compute's measured
+      bytes beside them where recorded.
+
+    The ceiling defaults to the sweep's own ideal point (``sweep_ceiling``), and so does the DRAM
+    ceiling: at that point DRAM moves exactly the useful bytes. ``sweep``: a variant of ``SWEEPS``.
+    """
+    variant = _sweep_variant(sweep)
+    kind, x4 = SWEEPS[variant]
+    table = result.table
+    measured = table[table["variant"] == variant][["param", "size", "gbps"]].copy()
+    if measured.empty:
+        raise RecordingError(f"{result.source}: no rows of variant {variant!r}")
+    ceiling = sweep_ceiling(table, variant) if ceiling_gbps is None else ceiling_gbps
+    dram_ceiling = ceiling if dram_ceiling_gbps is None else dram_ceiling_gbps
+    measured["param"] = measured["param"].astype(int)
+    sectors = sweep_sectors(kind, measured["param"], x4=x4)
+    merged = measured.merge(sectors, on="param").merge(recorded_ncu_sectors(result, variant), on="param",
+                                                        how="left")
+    merged["model_gbps"] = ceiling * merged["ideal_sectors"] / merged["sectors"]
+    merged["error"] = merged["gbps"] / merged["model_gbps"] - 1
+    merged["dram_bytes"] = dram_bytes_per_element(kind, merged["param"])
+    merged["ncu_dram_bytes"] = merged["ncu_dram_read_per_element"] + merged["ncu_dram_write_per_element"]
+    merged["dram_model_gbps"] = np.minimum(ceiling, dram_ceiling * USEFUL_BYTES_PER_ELEMENT
+                                           / merged["dram_bytes"])
+    merged["dram_model_error"] = merged["gbps"] / merged["dram_model_gbps"] - 1
+    merged.insert(0, "variant", variant)
+    return merged.sort_values("param", ignore_index=True)
+
+
+def dram_granularity(result: LessonResult) -> pd.DataFrame:
+    """For every recorded stride point (either copy): the DRAM bytes read per copied element as
+    Nsight Compute measured them, beside what moving 32-byte sectors and 64-byte granules predicts.
+    From a stride of 16 floats (64 bytes) on, DRAM reads 64 bytes for each 4-byte element."""
+    rows = []
+    for variant in ("strided_copy", "strided_copy_x4"):
+        counted = recorded_ncu_sectors(result, variant)
+        for param, measured in zip(counted["param"], counted["ncu_dram_read_per_element"], strict=True):
+            rows.append({"variant": variant, "stride": int(param), "stride_bytes": 4 * int(param),
+                         "ncu_read_per_element": measured,
+                         "sector_model": float(min(4 * param, SECTOR_BYTES)),
+                         "granule_model": float(min(4 * param, DRAM_GRANULE))})
+    table = pd.DataFrame(rows, columns=["variant", "stride", "stride_bytes", "ncu_read_per_element",
+                                        "sector_model", "granule_model"])
+    table["sector_model_error"] = table["ncu_read_per_element"] / table["sector_model"] - 1
+    table["granule_model_error"] = table["ncu_read_per_element"] / table["granule_model"] - 1
+    return table
+
+
+NCU_PARTICLE_CASES = {  # variant -> the ncu case that profiled it
+    **{v: v for v in ("particles_soa", "particles_aos", "particles_aosoa", "particles_padded_vec4",
+                      "particles_soa_naive", "particles_soa_vec4")},
+    CUPY_ELEMENTWISE: "cupy ElementwiseKernel"}
+
+
+def particle_summary(result: LessonResult) -> pd.DataFrame:
+    """The particle rows: useful GB/s, the bytes per particle DRAM moves (tracer; Nsight Compute where
+    recorded), moved GB/s, each against the fused ElementwiseKernel and the best SoA kernel, and the
+    bytes model against SoA: if time were DRAM bytes, a layout would run at SoA's bytes / its bytes of
+    SoA's speed (AoS 36/48 = 0.75, padded 36/64 = 0.56); ``bytes_model_error`` = measured / model - 1."""
+    table = result.table
     rows = table[table["variant"].isin([*LAYOUT_VARIANTS, CUPY_ELEMENTWISE, CUPY_EXPRESSIONS, CUPY_AOS])]
     rows = rows[["variant", "provider", "size", "median_ms", "gbps"]].reset_index(drop=True)
     moved = layout_sectors().set_index("variant")["dram_bytes"].to_dict()
@@ -258,17 +487,29 @@ def particle_summary(table: pd.DataFrame) -> pd.DataFrame:
     moved.update({CUPY_ELEMENTWISE: moved["particles_soa"], CUPY_EXPRESSIONS: moved["particles_soa"],
                   CUPY_AOS: moved["particles_aos"]})
     rows["dram_bytes_per_particle"] = rows["variant"].map(moved)
+    counted = {}
+    for variant, case in NCU_PARTICLE_CASES.items():
+        if case in result.evidence.ncu:
+            value = functools.partial(result.evidence.ncu_value, case)
+            moved_bytes = value("dram__bytes_read.sum") + value("dram__bytes_write.sum")
+            counted[variant] = moved_bytes / NCU_PARTICLES
+    rows["ncu_dram_bytes_per_particle"] = rows["variant"].map(counted)
     rows["moved_gbps"] = rows["gbps"] * rows["dram_bytes_per_particle"] / k.PARTICLE_USEFUL_BYTES
     by = rows.set_index("variant")["gbps"]
     if CUPY_ELEMENTWISE in by:
         rows["vs_elementwise"] = rows["gbps"] / by[CUPY_ELEMENTWISE]
     best_soa = by[[v for v in SOA_VARIANTS if v in by]].max()
     rows["vs_best_soa"] = rows["gbps"] / best_soa
+    if SOA_REFERENCE in by:
+        rows["vs_soa"] = rows["gbps"] / by[SOA_REFERENCE]
+        rows["bytes_model_vs_soa"] = moved[SOA_REFERENCE] / rows["dram_bytes_per_particle"]
+        rows["bytes_model_error"] = rows["vs_soa"] / rows["bytes_model_vs_soa"] - 1
     return rows.round(3)
 
 
-def copy_summary(table: pd.DataFrame) -> pd.DataFrame:
+def copy_summary(result: LessonResult) -> pd.DataFrame:
     """Every copy at the largest size, against CuPy's copy of the same run."""
+    table = result.table
     copies = table[table["variant"].isin([*WIDTH_VARIANTS, *GAP_SHAPES, CUPY_COPY])]
     copies = copies[copies["size"] == copies["size"].max()]
     rows = copies[["variant", "provider", "size", "param", "median_ms", "gbps"]].reset_index(drop=True)
@@ -278,11 +519,151 @@ def copy_summary(table: pd.DataFrame) -> pd.DataFrame:
     return rows.sort_values("gbps", ascending=False, ignore_index=True).round(3)
 
 
-def waves_table(table: pd.DataFrame, counters: pd.DataFrame | None = None) -> pd.DataFrame:
+def width_summary(result: LessonResult) -> pd.DataFrame:
+    """The access-width copies at every size: GB/s, bytes per access, whether grid-stride, and the
+    ratio to CuPy's copy of the same size in the same run."""
+    table = result.table
+    rows = table[table["variant"].isin([*WIDTH_VARIANTS, CUPY_COPY])]
+    rows = rows[["variant", "provider", "size", "bytes", "median_ms", "gbps"]].reset_index(drop=True)
+    rows["access_bytes"] = rows["variant"].map({v: k.WIDTH_VARIANTS[v][1] for v in WIDTH_VARIANTS})
+    rows["grid_stride"] = rows["variant"].map({v: k.WIDTH_VARIANTS[v][2] for v in WIDTH_VARIANTS})
+    reference = rows[rows["variant"] == CUPY_COPY].set_index("size")["gbps"]
+    rows["vs_cupy_copy"] = rows["gbps"] / rows["size"].map(reference)
+    return rows.sort_values(["size", "variant"], ignore_index=True).round(3)
+
+
+def matrix_summary(result: LessonResult) -> pd.DataFrame:
+    """The 2-D walks per leading dimension: useful GB/s and the column walk against the row walk,
+    beside the sector model (row sectors / column sectors, from the tracer) and the DRAM model
+    (distinct bytes touched: the same for both walks), each with its error; and, where Nsight Compute
+    recorded the case, L1 sectors per request, L2 and DRAM bytes per useful byte."""
+    table = result.table
+    walks = table[table["variant"].isin(MATRIX_WALKS)]
+    if walks.empty:
+        raise RecordingError(f"{result.source}: no 2-D walks recorded (variants {', '.join(MATRIX_WALKS)}); "
+                             "they appear with the next `gpu-lessons record coalescing`")
+    traced = matrix_sectors().set_index("variant")
+    rows = []
+    for (variant, ld), row in walks.set_index(["variant", "param"]).iterrows():
+        ld = int(ld)
+        rows_walk = walks[(walks["variant"] == "matrix_row_walk") & np.isclose(walks["param"], ld)]
+        row_gbps = float(rows_walk["gbps"].iloc[0]) if len(rows_walk) else np.nan
+        mine, row_walk = traced.loc[variant], traced.loc["matrix_row_walk"]
+        entry = {"variant": variant, "ld": ld, "size": int(row["size"]), "gbps": float(row["gbps"]),
+                 "vs_row_walk": float(row["gbps"]) / row_gbps,
+                 "ld_sectors": mine["ld_sectors"], "st_sectors": mine["st_sectors"],
+                 "sector_model_vs_row": row_walk["sectors"] / mine["sectors"],
+                 "dram_model_vs_row": (row_walk["distinct_bytes_per_useful"]
+                                       / mine["distinct_bytes_per_useful"])}
+        case = f"{variant} {ld}"
+        if case in result.evidence.ncu:
+            value = functools.partial(result.evidence.ncu_value, case)
+            useful = USEFUL_BYTES_PER_ELEMENT * int(row["size"])
+            entry["ncu_ld_sectors"] = (value("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum")
+                                       / value("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"))
+            l2_sectors = (value("lts__t_sectors_srcunit_tex_op_read.sum")
+                          + value("lts__t_sectors_srcunit_tex_op_write.sum"))
+            entry["ncu_l2_bytes_per_useful"] = SECTOR_BYTES * l2_sectors / useful
+            entry["ncu_dram_bytes_per_useful"] = (value("dram__bytes_read.sum")
+                                                  + value("dram__bytes_write.sum")) / useful
+        rows.append(entry)
+    out = pd.DataFrame(rows)
+    out["sector_model_error"] = out["vs_row_walk"] / out["sector_model_vs_row"] - 1
+    out["dram_model_error"] = out["vs_row_walk"] / out["dram_model_vs_row"] - 1
+    return out.sort_values(["ld", "variant"], ascending=[True, False], ignore_index=True)
+
+
+# ------------------------------------------------------------------ recorded counters and SASS
+
+COUNTER_COLUMNS = {  # Nsight Compute metric -> short column name, for the tables the notebook shows
+    "gpu__time_duration.sum": "time_us",
+    "dram__bytes_read.sum": "dram_read",
+    "dram__bytes_write.sum": "dram_write",
+    "lts__t_sectors_srcunit_tex_op_read.sum": "l2_read_sectors",
+    "lts__t_sectors_srcunit_tex_op_write.sum": "l2_write_sectors",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": "l1_ld_sectors",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum": "l1_ld_requests",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum": "l1_st_sectors",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum": "l1_st_requests",
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed": "dram_pct_of_peak",
+    "sm__warps_active.avg.pct_of_peak_sustained_active": "warps_active_pct",
+    "sm__cycles_active.min": "sm_cycles_min",
+    "sm__cycles_active.avg": "sm_cycles_avg",
+    "sm__cycles_active.max": "sm_cycles_max",
+    "smsp__inst_executed.sum": "instructions",
+    "launch__registers_per_thread": "registers",
+    "launch__grid_size": "grid",
+    "launch__block_size": "block",
+}
+# Units ncu may print (recordings keep base units: bytes, nanoseconds); times are shown in microseconds.
+UNIT_SCALE = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "ns": 1, "nsecond": 1, "us": 1e3,
+              "usecond": 1e3, "ms": 1e6, "msecond": 1e6}
+
+
+def recorded_counters(result: LessonResult, raw: bool = False) -> pd.DataFrame:
+    """The Nsight Compute counters of the lesson's recording: one row per case, the metrics of
+    ``COUNTER_COLUMNS`` under short names (``raw``: every metric, long format, as recorded).
+    DRAM bytes are in bytes, times in microseconds."""
+    evidence = result.evidence
+    if raw:
+        return evidence.ncu_table()
+    if not evidence.ncu:
+        raise RecordingError(f"{evidence.origin}: no Nsight Compute counters (ncu) recorded")
+    rows = {}
+    for case, entry in evidence.ncu.items():
+        units = entry.get("units", {})
+        values = {}
+        for metric, short in COUNTER_COLUMNS.items():
+            if metric in entry["metrics"]:
+                value = entry["metrics"][metric] * UNIT_SCALE.get(units.get(metric, ""), 1)
+                values[short] = value / 1e3 if short == "time_us" else value
+        rows[case] = values
+    wide = pd.DataFrame.from_dict(rows, orient="index")
+    wide.index.name = "case"
+    return wide[[c for c in COUNTER_COLUMNS.values() if c in wide.columns]]
+
+
+def recorded_counters_source(result: LessonResult) -> str:
+    """Where the recorded counters come from: the GPU, the command, and each ncu run's revision and date."""
+    evidence = result.evidence
+    used: dict[str, int] = {}
+    for entry in evidence.ncu.values():
+        used[entry["source"]] = used.get(entry["source"], 0) + 1
+    if not used:
+        raise RecordingError(f"{evidence.origin}: no Nsight Compute counters (ncu) recorded")
+    parts, first = [], evidence.source(next(iter(used)), result.meta)
+    for name, count in used.items():
+        source = evidence.source(name, result.meta)
+        date = str(source.get("date", "?"))[:10]
+        parts.append(f"{count} launches at {source.get('git_revision', '?')} on {date}")
+    command = str(first.get("command", "ncu")).split(" --metrics")[0]
+    gpu = first.get("gpu", result.meta.get("gpu"))
+    return f"Nsight Compute counters, {gpu} ({command}): {'; '.join(parts)}"
+
+
+def recorded_sass(result: LessonResult, kernel: str, grep: str | None = None) -> str:
+    """The recorded SASS of one of this lesson's kernels (``kernels.<name>.sass.lines``), with its
+    register count; ``grep`` keeps only the lines containing that text (e.g. 'LDG', 'G.E')."""
+    entry = result.evidence.kernel(kernel)
+    lines = entry.get("sass", {}).get("lines")
+    if not lines:
+        raise RecordingError(f"{result.evidence.origin}: kernels.{kernel}.sass.lines is missing")
+    kept = [" ".join(line.split()) for line in lines if grep is None or grep in line]
+    return f"// {kernel}: {entry.get('registers', '?')} registers per thread\n" + "\n".join(kept)
+
+
+def recorded_sass_meta(result: LessonResult, kernel: str) -> dict:
+    """The provenance of a kernel's recorded SASS: the run it came from (date, revision, command)."""
+    entry = result.evidence.kernel(kernel)
+    return result.evidence.source(entry.get("source", "run"), result.meta)
+
+
+def waves_table(result: LessonResult) -> pd.DataFrame:
     """The 16-byte grid-stride copy against the waves of resident blocks its grid holds (1 = the
     grid fits on the GPU once), beside CuPy's copy and, where Nsight Compute recorded that shape,
     how far apart the SMs finished (sm__cycles_active max / min)."""
-    n = WIDTH_SIZES[-1]
+    table = result.table
+    n = table.loc[table["variant"] == "copy_w16_grid_stride", "size"].max()
     at_size = table[table["size"] == n]
     one = at_size[at_size["variant"] == "copy_w16_grid_stride"].assign(param=1.0)
     rows = pd.concat([one, at_size[at_size["variant"] == GRID_STRIDE_WAVES]])
@@ -290,13 +671,24 @@ def waves_table(table: pd.DataFrame, counters: pd.DataFrame | None = None) -> pd
     reference = at_size.set_index("variant")["gbps"].get(CUPY_COPY)
     if reference is not None:
         out["vs_cupy_copy"] = out["gbps"] / reference
-    if counters is not None:
-        spread = (counters["sm_cycles_max"] / counters["sm_cycles_min"]).to_dict()
-        out["sm_max_over_min"] = [spread.get(f"copy_w16_grid_stride w{w}") for w in out["waves"]]
+    spread = _sm_spread(result)
+    out["sm_max_over_min"] = [spread.get(f"copy_w16_grid_stride w{w}", np.nan) for w in out["waves"]]
     return out.sort_values("waves", ignore_index=True).round(3)
 
 
-GAP_TESTS = [  # (hypothesis, what was timed, the variant, its param, the ncu case with its counters)
+def _sm_spread(result: LessonResult) -> dict:
+    """Per ncu case: how much longer the busiest SM was active than the least busy one."""
+    spread = {}
+    for case in result.evidence.ncu:
+        value = functools.partial(result.evidence.ncu_value, case)
+        try:
+            spread[case] = value("sm__cycles_active.max") / value("sm__cycles_active.min")
+        except RecordingError:
+            continue
+    return spread
+
+
+GAP_TESTS = (  # (hypothesis, what was timed, the variant, its param, the ncu case with its counters)
     ("one wave of blocks (the gap)", "copy_w16_grid_stride, 256 threads", "copy_w16_grid_stride", 16,
      "copy_w16_grid_stride w1"),
     ("signed index code in the loop", "lesson 1's copy_vec4_grid_stride (signed, more registers)",
@@ -311,286 +703,207 @@ GAP_TESTS = [  # (hypothesis, what was timed, the variant, its param, the ncu ca
     ("", "64 waves of blocks", GRID_STRIDE_WAVES, 64, "copy_w16_grid_stride w64"),
     ("", "one wave, chunks from a queue (1024 threads)", QUEUE_1024, None, "copy_w16_queue b1024"),
     ("(the one-shot copy)", "one float4 per thread, 250 waves", "copy_w16", 16, "copy_w16"),
-]
+)
 
 
-def gap_hypotheses(table: pd.DataFrame, counters: pd.DataFrame) -> pd.DataFrame:
-    """Each hypothesis for the grid-stride copy's gap with its test: bandwidth against CuPy's copy
-    (this recording, 1 GiB) and how far apart the 132 SMs finished (ncu, 256 MiB, where recorded)."""
-    at_size = table[table["size"] == WIDTH_SIZES[-1]]
+def gap_hypotheses(result: LessonResult) -> pd.DataFrame:
+    """Each hypothesis for the one-wave grid-stride copy's gap with its test: bandwidth against
+    CuPy's copy (this recording, 1 GiB) and how far apart the 132 SMs finished (ncu, 256 MiB)."""
+    table = result.table
+    at_size = table[table["size"] == table.loc[table["variant"] == CUPY_COPY, "size"].max()]
     reference = float(at_size.loc[at_size["variant"] == CUPY_COPY, "gbps"].iloc[0])
+    spread = _sm_spread(result)
     rows = []
     for hypothesis, test, variant, param, case in GAP_TESTS:
         match = at_size[at_size["variant"] == variant]
         if param is not None:
             match = match[np.isclose(match["param"], param)]
-        spread = (counters.loc[case, "sm_cycles_max"] / counters.loc[case, "sm_cycles_min"]
-                  if case in counters.index else np.nan)
         rows.append({"hypothesis": hypothesis, "test": test,
                      "vs_cupy_copy": float(match["gbps"].iloc[0]) / reference if len(match) else np.nan,
-                     "sm_max_over_min": spread})
+                     "sm_max_over_min": spread.get(case, np.nan)})
     return pd.DataFrame(rows).round(3)
 
 
-# ------------------------------------------------------------------- recorded counters and SASS
+# ----------------------------------------------------------------------------- the experiment
 
-COUNTER_COLUMNS = {  # Nsight Compute metric -> short column name, for the tables the notebook shows
-    "gpu__time_duration.sum": "time_us",
-    "dram__bytes_read.sum": "dram_read",
-    "dram__bytes_write.sum": "dram_write",
-    "lts__t_sectors_srcunit_tex_op_read.sum": "l2_read_sectors",
-    "lts__t_sectors_srcunit_tex_op_write.sum": "l2_write_sectors",
-    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": "l1_ld_sectors",
-    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum": "l1_ld_requests",
-    "dram__throughput.avg.pct_of_peak_sustained_elapsed": "dram_pct_of_peak",
-    "sm__warps_active.avg.pct_of_peak_sustained_active": "warps_active_pct",
-    "sm__cycles_active.min": "sm_cycles_min",
-    "sm__cycles_active.avg": "sm_cycles_avg",
-    "sm__cycles_active.max": "sm_cycles_max",
-    "smsp__inst_executed.sum": "instructions",
-    "launch__registers_per_thread": "registers",
-    "launch__grid_size": "grid",
-    "launch__block_size": "block",
-}
+MEMORY_SASS = r"^(LDG|STG|LDS|STS|LDL|STL|BAR|ATOM|RED)"  # the memory instructions, in program order
+ALL_SASS = r"."  # every instruction (the first 40: a short kernel's whole loop)
 
 
-def _data_file(name: str, gpu: str | None):
-    from ..results import DEFAULT_GPU, data_root
-
-    return data_root() / (gpu or DEFAULT_GPU) / name
+def _plan(run: Run) -> Plan:
+    return run.shared("plan", Plan)
 
 
-def recorded_counters(gpu: str | None = None, raw: bool = False) -> pd.DataFrame:
-    """Nsight Compute counters recorded for this lesson's launches (data/<gpu>/coalescing_ncu.csv):
-    one row per launch, the metrics of ``COUNTER_COLUMNS`` under short names (``raw``: every metric,
-    one row per metric). DRAM bytes are in bytes, times in microseconds."""
-    table = pd.read_csv(_data_file("coalescing_ncu.csv", gpu))
-    if raw:
-        return table
-    scale = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "ns": 1e-3, "nsecond": 1e-3, "us": 1,
-             "usecond": 1, "ms": 1e3, "msecond": 1e3}
-    table = table[table["metric"].isin(COUNTER_COLUMNS)].copy()
-    table["value"] = table["value"] * table["unit"].map(scale).fillna(1)
-    wide = table.pivot_table(index="case", columns="metric", values="value", aggfunc="first", sort=False)
-    wide = wide.rename(columns=COUNTER_COLUMNS)
-    return wide[[c for c in COUNTER_COLUMNS.values() if c in wide.columns]]
+def _big(run: Run):
+    """The one random input (4 GiB on the GPU): fill_random(SEED), so any element is known on the host."""
+    def make():
+        big = cuda.device_array(_plan(run).big, np.float32)
+        k.fill_random(big, SEED)
+        return big
 
-
-def recorded_counters_source(gpu: str | None = None) -> str:
-    """Where the recorded counters come from: the GPU, the command, and each job's revision and date."""
-    import json
-
-    meta = json.loads(_data_file("coalescing_ncu.json", gpu).read_text())
-    jobs = "; ".join(f"{len(s['cases'])} launches at {s['git_revision']} on {s['date'][:10]}"
-                     for s in meta["sources"])
-    return f"Nsight Compute counters, {meta['gpu']} ({meta['command'].split(' --metrics')[0]}): {jobs}"
-
-
-def recorded_sass(kernel: str, gpu: str | None = None, grep: str | None = None) -> str:
-    """The recorded SASS of one of this lesson's kernels (data/<gpu>/coalescing_sass.json), with
-    its register count; ``grep`` keeps only the lines containing that text (e.g. 'LDG')."""
-    import json
-
-    recorded = json.loads(_data_file("coalescing_sass.json", gpu).read_text())
-    entry = recorded["kernels"][kernel]
-    lines = [line for line in entry["sass"].splitlines() if grep is None or grep in line]
-    return f"// {kernel}: {entry['registers']} registers per thread\n" + "\n".join(lines)
-
-
-def recorded_sass_meta(gpu: str | None = None) -> dict:
-    import json
-
-    return json.loads(_data_file("coalescing_sass.json", gpu).read_text())["meta"]
-
-
-# ----------------------------------------------------------------------------- experiment
-
-
-def measure(show_progress: bool = True) -> pd.DataFrame:
-    """Every sweep on the GPU; returns the tidy table (outputs checked after each timing)."""
-    from numba import cuda
-
-    from .. import SIMULATED, bench
-    from ..results import make_table
-
-    if SIMULATED:  # before allocating 4 GiB: the simulator's arrays live in host memory
-        raise bench.TimingUnavailable("the coalescing sweeps time kernels: they need a GPU "
-                                      "(the notebook shows the recording instead)")
-    big = cuda.device_array(STRIDE_INPUT, np.float32)
-    k.fill_random(big, SEED)
-    steps = {"particles": _particle_rows, "widths": _width_rows, "gap": _gap_rows, "offsets": _offset_rows,
-             "strides": _stride_rows}
-    rows: list[dict] = []
-    for step in progress(list(steps), NAME) if show_progress else steps:
-        rows.extend(steps[step](big))
-    return make_table(rows)
+    return run.shared("big", make)
 
 
 def _check_copy(out, source_index, what: str) -> None:
-    """out[j] == input[source_index(j)] at both ends and on a sample; nothing left poisoned."""
+    """out[j] == big[source_index(j)] at both ends; nothing left poisoned."""
     left = k.count_nan(out)
     if left:
         raise AssertionError(f"{what}: {left} outputs never written")
-    n = out.size
+    flat = out.reshape(out.size)
+    n = flat.size
     ends = min(n, 4096)
     for start in (0, n - ends):
-        got = out[start:start + ends].copy_to_host()
+        got = flat[start:start + ends].copy_to_host()
         want = k.random_values(source_index(np.arange(start, start + ends, dtype=np.uint64)), SEED)
         if not np.array_equal(got, want):
             raise AssertionError(f"{what}: wrong values in [{start}, {start + ends})")
 
 
-SWEEP_PASSES = 3  # forward, backward, forward: a slow drift of the GPU's speed averages out
-
-
-def _swept_rows(variant: str, points: list[int], launch_for, size_for, check_for) -> list[dict]:
-    """Time ``launch_for(p)`` for every point in SWEEP_PASSES passes of alternating direction; a
+def _time_swept(run: Run, variant: str, points, launch_for, size_for, check_for) -> None:
+    """Time ``launch_for(p)`` for every point in ``passes`` passes of alternating direction; a
     point's row has the median of its passes' medians (min and max over all runs)."""
-    import statistics
-
-    from .. import bench
-    from ..kernels.util import poison
-
-    timings: dict[int, list] = {p: [] for p in points}
-    for number in range(SWEEP_PASSES):
+    timed: dict[int, list[dict]] = {p: [] for p in points}
+    for number in range(_plan(run).passes):
         for point in points if number % 2 == 0 else points[::-1]:
             launch, out = launch_for(point)
             poison(out)
-            timings[point].append(bench.measure(launch))
+            n = size_for(point)
+            scratch = Run(run.lesson)  # run.time's row, kept aside until every pass is in
+            timed[point].append(scratch.time(variant, launch, size=n, param=point,
+                                             bytes_moved=USEFUL_BYTES_PER_ELEMENT * n, flops=0))
             check_for(point, out)
-    rows = []
     for point in points:
-        runs = timings[point]
-        timing = bench.Timing(statistics.median(t.median_ms for t in runs), min(t.min_ms for t in runs),
-                              max(t.max_ms for t in runs), sum(t.runs for t in runs))
-        n = size_for(point)
-        rows.append({"lesson": NAME, "variant": variant, "provider": "gpu_lessons", "size": n,
-                     "param": float(point), "bytes": 8 * n, "flops": 0, "runs": timing.runs,
-                     "median_ms": timing.median_ms, "min_ms": timing.min_ms, "max_ms": timing.max_ms,
-                     **bench.throughput(8 * n, 0, timing)})
-    return rows
+        passes = timed[point]
+        timing = bench.Timing(statistics.median(r["median_ms"] for r in passes),
+                              min(r["min_ms"] for r in passes), max(r["max_ms"] for r in passes),
+                              sum(r["runs"] for r in passes))
+        row = {**passes[0], "runs": timing.runs, "median_ms": timing.median_ms, "min_ms": timing.min_ms,
+               "max_ms": timing.max_ms, **bench.throughput(passes[0]["bytes"], 0, timing)}
+        run.rows.append(row)
 
 
-def _offset_rows(big):
-    from numba import cuda
-
-    from ..kernels.launch import blocks_to_cover
-
-    out = cuda.device_array(OFFSET_N, np.float32)
+def _offset_sweep(run: Run, variant: str) -> None:
+    plan, big = _plan(run), _big(run)
+    x4 = SWEEPS[variant][1]
+    out = cuda.device_array(plan.offset_n, np.float32)
 
     def launch_for(offset):
-        def launch(_):
-            k.offset_copy_kernel[blocks_to_cover(OFFSET_N), k.THREADS_PER_BLOCK](big, out, offset)
-
-        return launch, out
+        return (lambda _: k.offset_copy_launch(big, out, offset, x4)), out
 
     def check_for(offset, out):
-        _check_copy(out, lambda j: j + np.uint64(offset), f"offset_copy offset={offset}")
+        _check_copy(out, lambda j: j + np.uint64(offset), f"{variant} offset={offset}")
 
-    return _swept_rows("offset_copy", OFFSETS, launch_for, lambda _: OFFSET_N, check_for)
+    _time_swept(run, variant, list(plan.offsets), launch_for, lambda _: plan.offset_n, check_for)
+    kernel = k.offset_copy_x4_kernel if x4 else k.offset_copy_kernel
+    run.kernel(kernel.__name__, kernel, (big, out, 0), MEMORY_SASS)
+    run.facts[variant] = {"elements": plan.offset_n, "offsets": list(plan.offsets), "passes": plan.passes,
+                          "elements_per_thread": k.SWEEP_UNROLL if x4 else 1}
 
 
-def stride_outputs(stride: int) -> int:
-    return min(STRIDE_MAX_OUT, STRIDE_INPUT // stride)
-
-
-def _stride_rows(big):
-    from numba import cuda
-
-    from ..kernels.launch import blocks_to_cover
-
-    outs = {s: cuda.device_array(stride_outputs(s), np.float32) for s in STRIDES}
+def _stride_sweep(run: Run, variant: str) -> None:
+    plan, big = _plan(run), _big(run)
+    x4 = SWEEPS[variant][1]
+    outs = {s: cuda.device_array(plan.stride_outputs(s), np.float32) for s in plan.strides}
 
     def launch_for(stride):
         out = outs[stride]
-
-        def launch(_):
-            k.strided_copy_kernel[blocks_to_cover(out.size), k.THREADS_PER_BLOCK](big, out, stride)
-
-        return launch, out
+        return (lambda _: k.strided_copy_launch(big, out, stride, x4)), out
 
     def check_for(stride, out):
-        _check_copy(out, lambda j: j * np.uint64(stride), f"strided_copy stride={stride}")
+        _check_copy(out, lambda j: j * np.uint64(stride), f"{variant} stride={stride}")
 
-    return _swept_rows("strided_copy", STRIDES, launch_for, stride_outputs, check_for)
+    _time_swept(run, variant, list(plan.strides), launch_for, plan.stride_outputs, check_for)
+    kernel = k.strided_copy_x4_kernel if x4 else k.strided_copy_kernel
+    run.kernel(kernel.__name__, kernel, (big, outs[plan.strides[0]], 1), MEMORY_SASS)
+    run.facts[variant] = {"input_elements": plan.big, "outputs": {str(s): plan.stride_outputs(s)
+                                                                   for s in plan.strides},
+                          "passes": plan.passes, "elements_per_thread": k.SWEEP_UNROLL if x4 else 1}
 
 
-def _width_rows(big):
-    from numba import cuda
+def _offsets(run: Run) -> None:
+    """out[i] = x[i + offset], one 4-byte load per thread (latency-bound: ~54% DRAM-busy at offset 0)."""
+    _offset_sweep(run, "offset_copy")
 
-    from ..kernels.util import poison
 
-    rows = []
-    cp = _cupy()
-    for n in WIDTH_SIZES:
+def _strides(run: Run) -> None:
+    _stride_sweep(run, "strided_copy")
+
+
+def _offsets_x4(run: Run) -> None:
+    """The offset sweep with four loads in flight per thread: DRAM-bound at offset 0."""
+    _offset_sweep(run, "offset_copy_x4")
+
+
+def _strides_x4(run: Run) -> None:
+    _stride_sweep(run, "strided_copy_x4")
+
+
+def _widths(run: Run) -> None:
+    """Copies 4, 8 and 16 bytes wide, one-shot and grid-stride, from L2-resident to 17x the L2."""
+    plan, big = _plan(run), _big(run)
+    cp = cupy_or_none()
+    for n in plan.width_sizes:
         x = big[:n]
         out = cuda.device_array(n, np.float32)
         for variant in WIDTH_VARIANTS:
             poison(out)
-            def launch(_, v=variant, x=x, out=out):
-                k.width_launch(v, x, out)
-
-            rows.append(timed_row(NAME, variant, launch, size=n, param=k.WIDTH_VARIANTS[variant][1],
-                                  bytes_moved=8 * n, flops=0))
+            run.time(variant, lambda _, v=variant, x=x, out=out: k.width_launch(v, x, out), size=n,
+                     param=k.WIDTH_VARIANTS[variant][1], bytes_moved=USEFUL_BYTES_PER_ELEMENT * n, flops=0)
             _check_copy(out, lambda j: j, f"{variant} n={n}")
         if cp is not None:
             src, dst = cp.asarray(x), cp.asarray(out)
             poison(out)
-            rows.append(timed_row(NAME, CUPY_COPY, lambda _, s=src, d=dst: cp.copyto(d, s), provider="cupy",
-                                  size=n, bytes_moved=8 * n, flops=0))
+            run.time(CUPY_COPY, lambda _, s=src, d=dst: cp.copyto(d, s), provider="cupy", size=n,
+                     bytes_moved=USEFUL_BYTES_PER_ELEMENT * n, flops=0)
             _check_copy(out, lambda j: j, f"cupy copy n={n}")
-    return rows
+    for variant in WIDTH_VARIANTS:
+        extra = (queue_counters(),) if variant == "copy_w16_queue" else ()
+        pattern = ALL_SASS if variant.startswith("copy_w16") else MEMORY_SASS
+        run.kernel(variant, k.WIDTH_VARIANTS[variant][0], (x, out, *extra), pattern)
+    run.kernel("add_vec4", k.add_vec4_kernel, (x, x, out), MEMORY_SASS)
+    run.facts["access_widths"] = {"sizes": list(plan.width_sizes), "threads_per_block": THREADS_PER_BLOCK}
 
 
-def _gap_rows(big):
+def _gap(run: Run) -> None:
     """The 16-byte grid-stride copy at the largest size in the shapes that look for its gap."""
-    from numba import cuda
-
-    from ..kernels import roofline as roofline_kernels
-    from ..kernels.util import poison
-
-    n = WIDTH_SIZES[-1]
+    plan, big = _plan(run), _big(run)
+    n = plan.width_sizes[-1]
     x, out = big[:n], cuda.device_array(n, np.float32)
-    shapes = [(GRID_STRIDE_WAVES, "copy_w16_grid_stride", k.THREADS_PER_BLOCK, w, w) for w in GAP_WAVES]
+    shapes = [(GRID_STRIDE_WAVES, "copy_w16_grid_stride", THREADS_PER_BLOCK, w, w) for w in plan.gap_waves]
     shapes += [(QUEUE_1024, "copy_w16_queue", 1024, 1, np.nan),
-               (BLOCK_CHUNKS, BLOCK_CHUNKS, k.THREADS_PER_BLOCK, 1, np.nan),
+               (BLOCK_CHUNKS, BLOCK_CHUNKS, THREADS_PER_BLOCK, 1, np.nan),
                (GRID_STRIDE_1024, "copy_w16_grid_stride", 1024, 1, np.nan),
-               (SIGNED_GRID_STRIDE, SIGNED_GRID_STRIDE, k.THREADS_PER_BLOCK, 1, np.nan)]
-    rows = []
+               (SIGNED_GRID_STRIDE, SIGNED_GRID_STRIDE, THREADS_PER_BLOCK, 1, np.nan)]
     for name, kernel, block, waves, param in shapes:
         poison(out)
+
         def launch(_, v=kernel, b=block, w=waves):
             if v == SIGNED_GRID_STRIDE:
                 roofline_kernels.copy_launch("copy_vec4_grid_stride", x, out)
             else:
                 k.width_launch(v, x, out, b, w)
 
-        rows.append(timed_row(NAME, name, launch, size=n, param=param, bytes_moved=8 * n, flops=0))
+        run.time(name, launch, size=n, param=param, bytes_moved=USEFUL_BYTES_PER_ELEMENT * n, flops=0)
         _check_copy(out, lambda j: j, f"{name} ({param})")
-    return rows
+    run.kernel(BLOCK_CHUNKS, k.copy_w16_block_chunks, (x, out), ALL_SASS)
+    run.kernel("roofline_copy_vec4_grid_stride", roofline_kernels.copy_vec4_grid_stride, (x, out), ALL_SASS)
+    run.kernel("roofline_copy_vec4", roofline_kernels.copy_vec4, (x, out), ALL_SASS)
+    run.facts["grid_stride_gap"] = {"elements": n, "waves": list(plan.gap_waves)}
 
 
-def _cupy():
-    try:
-        import cupy
-    except ImportError:
-        return None
-    return cupy
-
-
-def _particle_rows(big):
+def _particles(run: Run) -> None:
     """SoA variants, AoS, AoSoA and padded records, and CuPy on the same SoA and AoS data.
     Checked once against NumPy on both ends of the arrays, then timed (updates run in place)."""
-    from numba import cuda
-
-    n = PARTICLES
+    plan, big = _plan(run), _big(run)
+    n = plan.particles
     useful = k.PARTICLE_USEFUL_BYTES * n
     fields = [big[f * n:(f + 1) * n] for f in range(k.PARTICLE_FIELDS)]  # hash values: random
     start = cuda.device_array((n, k.PARTICLE_FIELDS), np.float32)
     soa = [cuda.device_array(n, np.float32) for _ in range(k.PARTICLE_FIELDS)]
     e = min(4096, n // 2)  # particles checked at each end
     ends = np.r_[0:e, n - e:n].astype(np.uint64)
-    host_start = np.stack([k.random_values(ends + np.uint64(f * n), SEED) for f in range(6)], axis=1)
+    host_start = np.stack([k.random_values(ends + np.uint64(f * n), SEED) for f in range(k.PARTICLE_FIELDS)],
+                          axis=1)
     expected = k.particles_reference(host_start, DT)
 
     def reset_soa():
@@ -606,38 +919,38 @@ def _particle_rows(big):
         if not np.allclose(got, expected, rtol=1e-6, atol=1e-6):
             raise AssertionError(f"{what} differs from NumPy")
 
-    rows = []
+    timed = {"size": n, "bytes_moved": useful, "flops": 6 * n}
     for variant in SOA_VARIANTS:
         reset_soa()
         k.particles_soa_launch(variant, soa, DT)
         check(soa, variant)
-        rows.append(timed_row(NAME, variant, lambda _, v=variant: k.particles_soa_launch(v, soa, DT),
-                              size=n, bytes_moved=useful, flops=6 * n))
+        run.time(variant, lambda _, v=variant: k.particles_soa_launch(v, soa, DT), **timed)
+        run.kernel(variant, k.SOA_KERNELS[variant], (*soa, DT), MEMORY_SASS)
     k.soa_to_aos_launch(fields, start)
     aos = cuda.device_array_like(start)
     aos.copy_to_device(start)
     k.particles_aos_launch(aos, DT)
     check(aos, "particles_aos")
-    rows.append(timed_row(NAME, "particles_aos", lambda _: k.particles_aos_launch(aos, DT), size=n,
-                          bytes_moved=useful, flops=6 * n))
+    run.time("particles_aos", lambda _: k.particles_aos_launch(aos, DT), **timed)
+    run.kernel("particles_aos", k.particles_aos_kernel, (aos, DT), MEMORY_SASS)
     blocks = cuda.device_array((k.aosoa_blocks(n), k.PARTICLE_FIELDS, k.AOSOA_WIDTH), np.float32)
     k.aos_to_aosoa_launch(start, blocks)
     k.particles_aosoa_launch(blocks, n, DT)
     k.aosoa_to_aos_launch(blocks, aos)
     check(aos, "particles_aosoa")
-    rows.append(timed_row(NAME, "particles_aosoa", lambda _: k.particles_aosoa_launch(blocks, n, DT), size=n,
-                          bytes_moved=useful, flops=6 * n))
+    run.time("particles_aosoa", lambda _: k.particles_aosoa_launch(blocks, n, DT), **timed)
+    run.kernel("particles_aosoa", k.particles_aosoa_kernel, (blocks, np.uint64(n), DT), MEMORY_SASS)
     padded = cuda.device_array(n * k.PADDED_FIELDS, np.float32)
     k.aos_to_padded_launch(start, padded)
     k.particles_padded_launch(padded, DT)
     k.padded_to_aos_launch(padded, aos)
     check(aos, "particles_padded_vec4")
-    rows.append(timed_row(NAME, "particles_padded_vec4", lambda _: k.particles_padded_launch(padded, DT),
-                          size=n, bytes_moved=useful, flops=6 * n))
-    cp = _cupy()
+    run.time("particles_padded_vec4", lambda _: k.particles_padded_launch(padded, DT), **timed)
+    run.kernel("particles_padded_vec4", k.particles_padded_vec4_kernel, (padded, DT), MEMORY_SASS)
+    run.facts["particles"] = {"particles": n, "useful_bytes_per_particle": k.PARTICLE_USEFUL_BYTES}
+    cp = cupy_or_none()
     if cp is not None:
-        rows.extend(_cupy_particle_rows(cp, soa, reset_soa, start, aos, check, n, useful))
-    return rows
+        _cupy_particles(run, cp, soa, reset_soa, start, aos, check, timed)
 
 
 def elementwise_update(cp):
@@ -647,7 +960,7 @@ def elementwise_update(cp):
                                 "x += vx * dt; y += vy * dt; z += vz * dt", "particles_elementwise")
 
 
-def _cupy_particle_rows(cp, soa, reset_soa, start, aos, check, n, useful):
+def _cupy_particles(run: Run, cp, soa, reset_soa, start, aos, check, timed: dict) -> None:
     x, y, z, vx, vy, vz = (cp.asarray(a) for a in soa)
     kernel = elementwise_update(cp)
 
@@ -659,12 +972,11 @@ def _cupy_particle_rows(cp, soa, reset_soa, start, aos, check, n, useful):
         y[...] += vy * DT
         z[...] += vz * DT
 
-    rows = []
     for name, launch in ((CUPY_ELEMENTWISE, fused), (CUPY_EXPRESSIONS, expressions)):
         reset_soa()
         launch(0)
         check(soa, name)
-        rows.append(timed_row(NAME, name, launch, provider="cupy", size=n, bytes_moved=useful, flops=6 * n))
+        run.time(name, launch, provider="cupy", **timed)
     records = cp.asarray(aos)
     records[...] = cp.asarray(start)
 
@@ -673,35 +985,235 @@ def _cupy_particle_rows(cp, soa, reset_soa, start, aos, check, n, useful):
 
     aos_expression(0)
     check(aos, CUPY_AOS)
-    rows.append(timed_row(NAME, CUPY_AOS, aos_expression, provider="cupy", size=n, bytes_moved=useful,
-                          flops=6 * n))
-    return rows
+    run.time(CUPY_AOS, aos_expression, provider="cupy", **timed)
 
 
-# ------------------------------------------------------------------------------- figures
+def _matrix_walks(run: Run) -> None:
+    """A row-major matrix (rows = cols = 8192 floats, leading dimension ld) copied by warps walking
+    along rows or down columns; the input is a view of the random buffer, a[r, c] = big[r * ld + c]."""
+    plan, big = _plan(run), _big(run)
+    rows = cols = plan.matrix
+    out = cuda.device_array((rows, cols), np.float32)
+    for ld in plan.matrix_lds:
+        a = big[:rows * ld].reshape(rows, ld)
+        for walk in MATRIX_WALKS:
+            poison(out)
+            run.time(walk, lambda _, w=walk, a=a: k.matrix_walk_launch(w, a, out, cols), size=rows * cols,
+                     param=ld, bytes_moved=USEFUL_BYTES_PER_ELEMENT * rows * cols, flops=0)
+            _check_copy(out, lambda j, ld=ld: (j // np.uint64(cols)) * np.uint64(ld) + j % np.uint64(cols),
+                        f"{walk} ld={ld}")
+    for walk in MATRIX_WALKS:
+        run.kernel(walk, k.MATRIX_WALKS[walk], (a, out, np.uint64(rows), np.uint64(cols)), MEMORY_SASS)
+    run.facts["matrix_walks"] = {"rows": rows, "cols": cols, "lds": list(plan.matrix_lds),
+                                 "threads_per_block": THREADS_PER_BLOCK}
 
 
-def figures(table: pd.DataFrame, ceilings: dict, provenance: str) -> dict:
-    from .. import plots
+SECTIONS = (
+    Section("particles", _particles),
+    Section("access widths", _widths),
+    Section("grid-stride gap", _gap),
+    Section("offsets", _offsets),
+    Section("strides", _strides),
+    Section("offsets x4", _offsets_x4),
+    Section("strides x4", _strides_x4),
+    Section("2-D walks", _matrix_walks),
+)
 
+
+# ---------------------------------------------------------------------------- Nsight Compute
+
+NCU_METRICS = (
+    "gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum",
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    "lts__t_sectors_srcunit_tex_op_read.sum", "lts__t_sectors_srcunit_tex_op_write.sum",
+    "lts__t_sector_hit_rate.pct",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
+    "sm__cycles_active.min", "sm__cycles_active.avg", "sm__cycles_active.max",
+    "sm__warps_active.avg.pct_of_peak_sustained_active", "smsp__inst_executed.sum",
+    "smsp__issue_active.avg.per_cycle_active",
+    "launch__registers_per_thread", "launch__grid_size", "launch__block_size",
+    "launch__waves_per_multiprocessor",
+    # why warps waited (the gap's deep dive: the queue's barriers, the x4 copy's full load queue); the
+    # other stall reasons of the first recordings cost ncu passes and no reader uses them
+    *(f"smsp__average_warps_issue_stalled_{reason}_per_issue_active.ratio" for reason in (
+        "barrier", "drain", "lg_throttle", "long_scoreboard", "wait")),
+)
+NCU_ELEMENTS = 2**26  # copies under ncu: 256 MiB per buffer (the offset and stride sweeps' own size)
+NCU_PARTICLES = 2**24
+NCU_OFFSETS = {"offset_copy": (0, 1, 8, 16), "offset_copy_x4": (0, 1, 2, 4, 8, 16, 32)}
+NCU_STRIDES = {"strided_copy": (1, 2, 4, 8, 16, 32, 64, 128, 256),
+               "strided_copy_x4": (1, 2, 4, 8, 12, 16, 24, 32, 64, 256)}
+
+
+@dataclass(frozen=True)
+class NcuPlan:
+    """The sizes of the profiled launches (the GPU's by default; a test runs toy ones)."""
+
+    big: int = STRIDE_INPUT
+    elements: int = NCU_ELEMENTS
+    particles: int = NCU_PARTICLES
+    matrix: int = MATRIX_N
+    matrix_lds: tuple = MATRIX_LDS
+
+
+def _host_random_fill(array, seed: int, chunk: int = 2**24) -> None:
+    """Random floats into a device array by host copies only (under ncu every kernel launch is
+    profiled, so the cases' inputs are made without one): one random chunk, copied over and over."""
+    flat = array.reshape(array.size)
+    block = np.random.default_rng(seed).standard_normal(min(chunk, flat.size), dtype=np.float32)
+    for begin in range(0, flat.size, block.size):
+        end = min(begin + block.size, flat.size)
+        flat[begin:end].copy_to_device(block[:end - begin])
+
+
+def ncu_cases(plan: NcuPlan | None = None) -> list[ncu.Case]:
+    """One launch per case, named as the recording's ``ncu`` block names them. Inputs are made by
+    host copies (no kernel runs but the cases' own). Counters do not depend on the values."""
+    plan = plan or NcuPlan()
+    big = cuda.device_array(plan.big, np.float32)
+    _host_random_fill(big, SEED)
+    n = plan.elements
+    x, out = big[:n], cuda.device_array(max(n, plan.matrix**2), np.float32)
+    o = out[:n]
+    cases = []
+
+    def case(name, kernel, launch):
+        cases.append(ncu.Case(name, kernel, launch))
+
+    case("copy_w4", "copy_w4", lambda: k.width_launch("copy_w4", x, o))
+    case("copy_w16", "copy_w16", lambda: k.width_launch("copy_w16", x, o))
+    case("roofline copy_vec4", "copy_vec4", lambda: roofline_kernels.copy_launch("copy_vec4", x, o))
+    case("roofline copy_vec4_grid_stride", "copy_vec4_grid_stride",
+         lambda: roofline_kernels.copy_launch("copy_vec4_grid_stride", x, o))
+    for name in ("copy_w16_grid_stride", "copy_w16_grid_stride_x4", "copy_w16_queue", BLOCK_CHUNKS):
+        case(name, name, lambda v=name: k.width_launch(v, x, o))
+    for waves in (1, 4, 16, 64):
+        case(f"copy_w16_grid_stride w{waves}", "copy_w16_grid_stride",
+             lambda w=waves: k.width_launch("copy_w16_grid_stride", x, o, THREADS_PER_BLOCK, w))
+    case("copy_w16_grid_stride b1024", "copy_w16_grid_stride",
+         lambda: k.width_launch("copy_w16_grid_stride", x, o, 1024))
+    case("copy_w16_queue b1024", "copy_w16_queue", lambda: k.width_launch("copy_w16_queue", x, o, 1024))
+    for variant, offsets in NCU_OFFSETS.items():
+        x4 = SWEEPS[variant][1]
+        kernel = "offset_copy_x4_kernel" if x4 else "offset_copy_kernel"
+        for offset in offsets:
+            case(f"{variant} {offset}", kernel,
+                 lambda off=offset, x4=x4: k.offset_copy_launch(big, o, off, x4))
+    for variant, strides in NCU_STRIDES.items():
+        x4 = SWEEPS[variant][1]
+        kernel = "strided_copy_x4_kernel" if x4 else "strided_copy_kernel"
+        for stride in strides:
+            m = min(n, plan.big // stride)
+            case(f"{variant} {stride}", kernel,
+                 lambda s=stride, m=m, x4=x4: k.strided_copy_launch(big, out[:m], s, x4))
+    rows = cols = plan.matrix
+    for ld in plan.matrix_lds:
+        a = big[:rows * ld].reshape(rows, ld)
+        b = out[:rows * cols].reshape(rows, cols)
+        for walk in MATRIX_WALKS:
+            case(f"{walk} {ld}", walk, lambda w=walk, a=a, b=b: k.matrix_walk_launch(w, a, b, cols))
+    cases += _ncu_particle_cases(plan)
+    return cases
+
+
+def _ncu_particle_cases(plan: NcuPlan) -> list[ncu.Case]:
+    n = plan.particles
+    records = np.random.default_rng(SEED).standard_normal((n, k.PARTICLE_FIELDS), dtype=np.float32)
+    soa = [cuda.to_device(np.ascontiguousarray(records[:, f])) for f in range(k.PARTICLE_FIELDS)]
+    aos = cuda.to_device(records)
+    blocks = cuda.to_device(k.to_aosoa(records))
+    padded = cuda.to_device(k.to_padded(records))
+    cases = [ncu.Case(variant, f"{variant}_kernel", lambda v=variant: k.particles_soa_launch(v, soa, DT))
+             for variant in ("particles_soa_naive", "particles_soa", "particles_soa_vec4")]
+    cases += [ncu.Case("particles_aos", "particles_aos_kernel", lambda: k.particles_aos_launch(aos, DT)),
+              ncu.Case("particles_aosoa", "particles_aosoa_kernel",
+                       lambda: k.particles_aosoa_launch(blocks, n, DT)),
+              ncu.Case("particles_padded_vec4", "particles_padded_vec4_kernel",
+                       lambda: k.particles_padded_launch(padded, DT))]
+    cp = cupy_or_none()
+    if cp is not None:
+        kernel = elementwise_update(cp)
+        x, y, z, vx, vy, vz = (cp.asarray(a) for a in soa)
+        cases.append(ncu.Case("cupy ElementwiseKernel", "particles_elementwise",
+                              lambda: kernel(vx, vy, vz, DT, x, y, z)))
+    return cases
+
+
+# ---------------------------------------------------------------------------------- figures
+
+
+def _sweep_alt(model: pd.DataFrame, variant: str) -> str:
+    kind, x4 = SWEEPS[variant]
+    worst = model.loc[model["error"].abs().idxmax()]
+    worst_dram = model.loc[model["dram_model_error"].abs().idxmax()]
+    loads = "four loads in flight per thread" if x4 else "one 4-byte load per thread"
+    return (f"Useful bandwidth of a copy with {'a start offset' if kind == 'offset' else 'a stride'} "
+            f"({loads}) from {model['param'].min()} to {model['param'].max()} elements, measured beside two "
+            f"models: sectors per request (largest error {worst['error']:+.0%} at {int(worst['param'])}) and "
+            f"DRAM bytes in 64-byte granules (largest error {worst_dram['dram_model_error']:+.0%} at "
+            f"{int(worst_dram['param'])}); below, sectors per request from the tracer.")
+
+
+def figures(result: LessonResult, roof: dict) -> dict:
+    """The lesson's figures from a result; those of experiments the result lacks are left out
+    (the 2-D walks and x4 sweeps appear with the first recording that measured them)."""
+    table, provenance = result.table, result.provenance
     ceiling, ceiling_variant = copy_ceiling(table)
     label = f"same-run ceiling ({ceiling_variant})"
-    figs = {name: plots.global_sectors(request, title=title) for name, title, request in warp_requests()}
-    for kind in ("offset", "stride"):
-        own = sweep_ceiling(table, kind)
-        figs[f"{kind}_sweep"] = plots.sectors_sweep(model_table(table, kind), kind, own,
-                                                    ceiling_label=f"{kind} sweep's ideal point",
-                                                    provenance=provenance)
+    figs = {}
+    for name, title, request in [*warp_requests(), *matrix_requests(), *float4_requests()]:
+        attrs = request.attrs
+        figs[name] = plots.with_alt(
+            plots.charts.global_sectors(request, title=title),
+            f"One warp's request, {title}: the 32 lanes, the bytes each reads, and the 32-byte sectors and "
+            f"128-byte lines they fall in: {attrs['sectors']} sectors (ideal {attrs['ideal_sectors']}), "
+            f"{attrs['useful_bytes']} useful of {attrs['moved_bytes']} bytes moved.")
+    for variant in SWEEPS:
+        if not (table["variant"] == variant).any():
+            continue
+        model = sweep_model(result, variant)
+        kind = SWEEPS[variant][0]
+        own = sweep_ceiling(table, variant)
+        ideal = "offset 0" if kind == "offset" else "stride 1"
+        name = f"{kind}_sweep" + ("_x4" if SWEEPS[variant][1] else "")
+        loads = k.SWEEP_UNROLL if SWEEPS[variant][1] else 1
+        figs[name] = plots.with_alt(
+            plots.coalescing.sectors_sweep(model, kind, own, ceiling_label=f"{variant} at {ideal}",
+                                           provenance=provenance, loads_per_thread=loads),
+            _sweep_alt(model, variant))
+    granularity = dram_granularity(result)
+    if not granularity.empty:
+        figs["dram_granularity"] = plots.with_alt(
+            plots.coalescing.dram_granularity(granularity, provenance=provenance),
+            "DRAM bytes read per copied 4-byte element against the stride, measured by Nsight Compute, "
+            "beside two predictions: whole 32-byte sectors and whole 64-byte granules. From a stride of 16 "
+            "elements (64 bytes) the measurement follows the 64-byte line, not the sector line.")
     widths = table[table["variant"].isin([*WIDTH_VARIANTS[:6], CUPY_COPY])]
-    figs["access_width"] = plots.bandwidth_vs_size(widths, ceiling_gbps=ceiling, ceiling_label=label,
-                                                   provenance=provenance,
-                                                   title="Copy bandwidth by access width, L2 to 17x L2")
+    figs["access_width"] = plots.with_alt(
+        plots.charts.bandwidth_vs_size(widths, ceiling_gbps=ceiling, ceiling_label=label,
+                                       provenance=provenance,
+                                       title="Copy bandwidth by access width, L2 to 17x L2"),
+        "Copy bandwidth against bytes moved for 4-, 8- and 16-byte accesses, one-shot and grid-stride, "
+        "beside CuPy's copy, from L2-resident sizes to 17 times the L2.")
     layouts = table[table["variant"].isin([*LAYOUT_VARIANTS, CUPY_ELEMENTWISE, CUPY_EXPRESSIONS, CUPY_AOS])]
-    figs["particles"] = plots.percent_of_ceiling(layouts, ceiling, ceiling_label=label, provenance=provenance,
-                                                 title="Particle update x += v*dt, useful GB/s")
+    figs["particles"] = plots.with_alt(
+        plots.charts.percent_of_ceiling(layouts, ceiling, ceiling_label=label, provenance=provenance,
+                                        title="Particle update x += v*dt, useful GB/s"),
+        "Useful bandwidth of the particle update in each layout (AoS, five SoA versions, AoSoA, padded "
+        "records) and of CuPy's versions, as a share of the same run's best copy.")
     big = table[table["variant"].isin([*WIDTH_VARIANTS, *GAP_SHAPES, CUPY_COPY])]
-    figs["copies"] = plots.percent_of_ceiling(big, ceiling, ceiling_label=label, provenance=provenance,
-                                              title="Copies at 1 GiB per buffer")
+    figs["copies"] = plots.with_alt(
+        plots.charts.percent_of_ceiling(big, ceiling, ceiling_label=label, provenance=provenance,
+                                        title="Copies at 1 GiB per buffer"),
+        "Every copy at 1 GiB per buffer as a share of the same run's best copy: access widths, grid-stride "
+        "shapes (waves of blocks, a queue, block chunks) and CuPy's copy.")
+    if table["variant"].isin(MATRIX_WALKS).any():
+        summary = matrix_summary(result)
+        figs["matrix_walks"] = plots.with_alt(
+            plots.coalescing.matrix_walks(summary, provenance=provenance),
+            "Useful bandwidth of a matrix copy with warps walking along rows and down columns, per leading "
+            "dimension, beside what the sector model and the DRAM-bytes model predict for the column walk.")
     return figs
 
 
@@ -712,7 +1224,7 @@ def check() -> pd.DataFrame:
     """Every kernel of the lesson against NumPy on awkward sizes, and misaligned views refused."""
     rng = np.random.default_rng()
     rows = []
-    for n in (3, 1027):
+    for n in (3, 259):  # a tail of 3 past the float4 groups, and a part-full second block
         records = rng.standard_normal((n, 6), dtype=np.float32)
         expected = k.particles_reference(records, DT)
         for layout in ("aos", "aosoa", "padded"):
@@ -724,28 +1236,30 @@ def check() -> pd.DataFrame:
             rows.append(check_row(f"{variant} n={n}", np.allclose(got, expected, atol=1e-6),
                                   "x += v*dt against NumPy"))
         x, y = rng.standard_normal(n, dtype=np.float32), rng.standard_normal(n, dtype=np.float32)
-        for variant in WIDTH_VARIANTS:
+        for variant in (*WIDTH_VARIANTS, BLOCK_CHUNKS):
             rows.append(check_row(f"{variant} n={n}", np.array_equal(k.copy_width(x, variant), x),
                                   "bit-exact copy"))
         rows.append(check_row(f"add_vec4 n={n}", np.array_equal(k.add_vec4(x, y), x + y),
                               "16-byte body and scalar tail against NumPy"))
-    x = rng.standard_normal(1028, dtype=np.float32)
+        for per_thread in (1, 3):
+            rows.append(check_row(f"copy_w16_thread_chunks x{per_thread} n={n}",
+                                  np.array_equal(k.copy_thread_chunks(x, per_thread), x), "bit-exact copy"))
+    x = rng.standard_normal(260, dtype=np.float32)
     try:
         k.add_vec4(x[1:], x[1:])
         refused = False
     except k.InputError:
         refused = True
     rows.append(check_row("add_vec4 misaligned view", refused, "x[1:] refused with InputError"))
-    x = rng.standard_normal(300, dtype=np.float32)
-    rows.append(check_row("offset_copy offset=3", np.array_equal(k.offset_copy(x, 3), x[3:]),
-                          "against NumPy"))
-    rows.append(check_row("strided_copy stride=7", np.array_equal(k.strided_copy(x, 7), x[::7]),
-                          "against NumPy"))
+    x = rng.standard_normal(1300, dtype=np.float32)  # the x4 copies: a last block that is part full
+    for x4 in (False, True):
+        name = "_x4" if x4 else ""
+        rows.append(check_row(f"offset_copy{name} offset=3",
+                              np.array_equal(k.offset_copy(x, 3, x4=x4), x[3:]), "against NumPy"))
+        rows.append(check_row(f"strided_copy{name} stride=7",
+                              np.array_equal(k.strided_copy(x, 7, x4=x4), x[::7]), "against NumPy"))
+    a = rng.standard_normal((7, 12), dtype=np.float32)  # leading dimension 12, 9 columns used
+    for walk in MATRIX_WALKS:
+        rows.append(check_row(f"{walk} 7x9, ld 12", np.array_equal(k.matrix_walk(a, 9, walk), a[:, :9]),
+                              "against NumPy"))
     return pd.DataFrame(rows)
-
-
-def load(live: bool | None = None, gpu: str | None = None):
-    """This lesson's table: measured now on a GPU, else the reference recording (see common.load)."""
-    from . import common
-
-    return common.load(sys.modules[__name__], live=live, gpu=gpu)

@@ -1,26 +1,45 @@
 """Lesson 6: FP32 GEMM, from naive to near cuBLAS, in Numba (the notes' "GEMM 的分块与数据复用").
 
-The experiment: every step of ``kernels.gemm_steps`` (one change each), and a small visible
-autotuning search over tile shapes, timed against cuBLAS SGEMM (CuPy ``a @ b``, TF32 off) in the
-same run, at square and awkward shapes. Every result is checked against a float64 reference: the
-error must stay within what FP32 accumulation over K allows, |C - C64| <= K u (|A||B|), u = 2^-24.
+The experiment, one section per matrix shape: every step of ``kernels.gemm_steps`` (one change
+each) and a small visible search over tile shapes (the warp-tiled 8x16 tile among them), timed
+against cuBLAS SGEMM (CuPy ``a @ b``, TF32 off) in the same run. Every result is checked against a
+float64 reference: the error must stay within what FP32 accumulation over K allows,
+|C - C64| <= K u (|A||B|), u = 2^-24. The run keeps each kernel's registers, shared and local memory
+and SASS (``run.kernel``), and ``ncu_cases()`` are the launches ``record --ncu`` profiles at 2048^3.
 
-Sizes are keyed by M*N*K in the tidy table's ``size`` column (``SHAPES`` names them).
+The readers below are pure functions of a ``LessonResult`` (its table, its evidence, its meta) or of
+a tile: the counter reasoning the lesson quotes (the FP32 rate from FFMA counts, instructions per
+step, shared wavefronts per warp per k-step, sectors per request), waves and occupancy per tile, the
+search as a shape x tile table. Sizes are keyed by M*N*K in the table's ``size`` column.
 """
 
 from __future__ import annotations
 
-import json
-import sys
-from pathlib import Path
+import math
+import re
+import time
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
+from numba import cuda
 
+from .. import SIMULATED, ncu
+from ..bench import input_sets_needed
+from ..device import device_info
+from ..kernels import gemm as naive_kernels
 from ..kernels import gemm_codegen as codegen
+from ..kernels import gemm_register as register
 from ..kernels import gemm_steps as steps
+from ..kernels import gemm_tiled as tiled
+from ..kernels.util import poison
+from ..occupancy import occupancy
+from ..plots import charts, with_alt
+from ..plots import gemm as gemm_plots
+from ..results import Evidence, LessonResult, ProbeData, RecordingError
 from ..scoreboard import Comparison
-from .common import check_row, progress, timed_row
+from ..sim.trace import trace
+from .runner import Run, Section, check_row, cupy_or_none
 
 NAME = "gemm"
 TITLE = "GEMM: tiling and data reuse, from naive to near cuBLAS"
@@ -29,6 +48,7 @@ SUMMARY = "FP32 GEMM one change at a time: coalescing, shared and register tiles
           "indices, unrolling, pipelining, 8x16 micro-tiles; a visible tile search; cuBLAS in the same run"
 
 UNIT_ROUNDOFF = 2.0**-24  # float32
+CUBLAS = "cublas sgemm"
 
 SHAPES: dict[str, tuple[int, int, int]] = {  # name: (M, N, K)
     "128^3": (128, 128, 128),
@@ -40,18 +60,42 @@ SHAPES: dict[str, tuple[int, int, int]] = {  # name: (M, N, K)
     "16384x64x4096": (16384, 64, 4096),
 }
 AWKWARD = "4095x4097x1023"
-# The slow early steps are left out of the big shapes, so that measure() stays near three minutes.
+# The slow early steps are left out of the big shapes, so that a recording stays near four minutes.
 SLOW_STEPS = ("naive_uncoalesced", "naive", "shared_tiled")
 MID_STEPS = ("register_1d", "register_2d", "register_2d_uint64")
 SLOW_SHAPES = ("128^3", "1024^3", "2048^3")
 MID_SHAPES = (*SLOW_SHAPES, AWKWARD, "4096^3")
+
+
+def lanes_label(tile: codegen.Tile) -> str:
+    """How a tile lays out a warp's lanes: '2x16', '4x8 paired', or 'contiguous' (no warp grid)."""
+    if not tile.lanes_m:
+        return "contiguous"
+    return f"{tile.lanes_m}x{32 // tile.lanes_m}" + (" paired" if tile.interleave == 2 else "")
+
+
+def tile_name(tile: codegen.Tile) -> str:
+    name = f"tile {tile.bm}x{tile.bn}x{tile.bk} {tile.tm}x{tile.tn}"
+    if tile.pad != 4:  # 4: the conflict-free layout's padding (step 9 on)
+        name += f" pad {tile.pad}"
+    if tile.interleave != 1:  # (the recorded names of unpaired tiles do not say their lanes)
+        name += f" warp {lanes_label(tile)}"
+    if not tile.double_buffer:
+        name += " single-buffered"
+    if tile.group_m:
+        name += f" grouped {tile.group_m}"
+    return name
+
 
 # Autotuning in plain sight: tile shapes tried beside steps 11 and 12 (every one is the same
 # generated kernel with other constants). The table shows each candidate's GFLOP/s.
 TUNE_TILES = [
     # step 12's tile 16 deep: half the barriers per K; pad 0 so that two buffers fit the 48 KiB of
     # static shared memory (pad 4 would need 49,664 bytes); 255 registers on the H200, no spills
-    codegen.Tile(bn=256, tn=16, bk=16, max_registers=None, pad=0),
+    steps.SEARCH_TILE_8X16,
+    # the same tile warp-tiled (issue 18): 4 x 8 lanes in pairs along M, 12 shared wavefronts per
+    # warp per k-step instead of 20 (shared_wavefronts_per_k_step)
+    steps.WARP_TILE_8X16,
     codegen.Tile(bk=16),
     codegen.Tile(group_m=8),
     codegen.Tile(bn=64, tn=4),
@@ -59,6 +103,10 @@ TUNE_TILES = [
     codegen.Tile(bm=32, bn=32, tm=4, tn=4, lanes_m=4),  # 64 threads: for small matrices
 ]
 TUNE_SHAPES = ("128^3", "1024^3", "2048^3", "4096^3", "8192^3", "16384x64x4096")
+TUNE = {tile_name(t): t for t in TUNE_TILES}
+SEARCH_VARIANT = tile_name(steps.SEARCH_TILE_8X16)  # "tile 128x256x16 8x16 pad 0"
+WARP_VARIANT = tile_name(steps.WARP_TILE_8X16)  # "tile 128x256x16 8x16 pad 0 warp 4x8 paired"
+SHORT_NAMES = {SEARCH_VARIANT: "8x16, 16 deep", WARP_VARIANT: "8x16, 16 deep, warp-tiled", CUBLAS: "cuBLAS"}
 
 
 def size_of(shape: str) -> int:
@@ -69,40 +117,26 @@ def size_of(shape: str) -> int:
 SHAPE_OF_SIZE = {size_of(name): name for name in SHAPES}
 
 
-def tile_name(tile: codegen.Tile) -> str:
-    name = f"tile {tile.bm}x{tile.bn}x{tile.bk} {tile.tm}x{tile.tn}"
-    if tile.pad != 4:  # 4: the conflict-free layout's padding (step 9 on)
-        name += f" pad {tile.pad}"
-    if not tile.double_buffer:
-        name += " single-buffered"
-    if tile.group_m:
-        name += f" grouped {tile.group_m}"
-    return name
-
-
-TUNE = {tile_name(t): t for t in TUNE_TILES}
-
-
 def _comparison(shape: str) -> Comparison:
     """Our best kernel at one shape (any step or tile candidate) against cuBLAS, same run."""
     return Comparison(title=f"FP32 GEMM {shape} (best Numba kernel)", lesson=NAME, metric="gflops",
-                      reference="cublas sgemm", size=size_of(shape))
+                      reference=CUBLAS, size=size_of(shape))
 
 
 COMPARISONS = [_comparison(s) for s in ("4096^3", "2048^3", AWKWARD, "8192^3", "16384x64x4096", "1024^3",
                                          "128^3")]
 
-
 # At the awkward shape a 16-byte kernel runs its 4-byte twin (rows of A and B are not 16-byte
-# aligned): time it there for the last two steps only (each twin is one more big compile), and
-# 8192^3 for those and the tile candidates (measure() stays near three minutes on the H200).
+# aligned): each twin is one more big compile, so only steps 11 and 12 run there (the search's
+# candidates, whose 16-deep twins would take ~40 s of NVVM each, do not).
 FINAL_STEPS = ("register_cap", "big_tile")
 FAST_SHAPES = ("128^3", "1024^3", "2048^3", "4096^3", "16384x64x4096")
-# The order shapes are measured in: the ones the targets name first.
+# The order the shape sections run in: the ones the targets name first, the longest last.
 MEASURE_ORDER = ("4096^3", "2048^3", AWKWARD, "128^3", "16384x64x4096", "1024^3", "8192^3")
 
 
 def shapes_for(name: str) -> tuple[str, ...]:
+    """The shapes a step or tile candidate is timed at."""
     if name in SLOW_STEPS:
         return SLOW_SHAPES
     if name in MID_STEPS:
@@ -112,6 +146,37 @@ def shapes_for(name: str) -> tuple[str, ...]:
     if name in FINAL_STEPS:
         return tuple(SHAPES)
     return FAST_SHAPES
+
+
+def variants_at(shape: str) -> list[str]:
+    """Our kernels timed at a shape, in teaching order (the steps, then the search's candidates)."""
+    return [name for name in (*steps.BY_NAME, *TUNE) if shape in shapes_for(name)]
+
+
+def tile_of(variant: str) -> codegen.Tile:
+    """The generated tile behind a variant name (a generated step or a tile candidate)."""
+    if variant in TUNE:
+        return TUNE[variant]
+    tile = steps.step(variant).tile
+    if tile is None:
+        raise KeyError(f"{variant!r} is a hand-written step, not a generated tile")
+    return tile
+
+
+def _generated_tile(variant: str) -> codegen.Tile | None:
+    return TUNE[variant] if variant in TUNE else steps.step(variant).tile
+
+
+def compiled_kernels() -> list[str]:
+    """The kernels a recording compiles (the evidence's names: a 4-byte twin is '<name> (4-byte
+    loads)'): every step and candidate once, and a 4-byte twin where a step runs at the awkward
+    shape. A 16-deep 8x16 tile takes ~40 s of NVVM, an 8-deep 8x16 ~15 s, the others seconds."""
+    names = []
+    for name in (*steps.BY_NAME, *TUNE):
+        names.append(name)
+        if _generated_tile(name) is not None and AWKWARD in shapes_for(name):
+            names.append(f"{name} (4-byte loads)")
+    return names
 
 
 def source_excerpt(source: str, fmas: int = 8) -> str:
@@ -195,88 +260,378 @@ def error_report(c: np.ndarray, a: np.ndarray, b: np.ndarray) -> dict:
             "finite": bool(np.isfinite(c).all())}
 
 
+def naive_sectors_per_request(lanes_along_rows: bool) -> dict:
+    """32-byte sectors per global load request of the naive kernel, per operand, for a warp of 32
+    lanes on row-major float32 matrices (K and N large). Lanes along the rows of C: each lane reads
+    its own row of A (32 sectors) and all read one element of B (1 sector). Along the columns: one
+    element of A (1) and 32 neighbouring floats of B (128 bytes: 4). One load of each per FMA, so a
+    request costs their mean: 16.5 and 2.5 (ncu's sectors / requests)."""
+    a, b = (32, 1) if lanes_along_rows else (1, 32 * 4 // 32)
+    return {"a": a, "b": b, "mean": (a + b) / 2}
+
+
+# ------------------------------------------------------ shared wavefronts: lanes, pairs, banks
+
+LDS128_LANES_PER_PHASE = 8  # 8 lanes x 16 bytes: 128 bytes, one wavefront's worth
+SHARED_BANKS = 32
+
+
+def lds128_wavefronts(addresses) -> tuple[int, int]:
+    """(wavefronts, ideal) of one warp's 16-byte shared load, from its 32 lanes' byte addresses.
+
+    The pipe returns 128 bytes a wavefront, so the 512 bytes of a 16-byte load take 4 wavefronts:
+    quarter-warps (lanes 0-7, 8-15, ...) one after another. When every lane reads what its
+    neighbour reads (lanes l and l^1 equal for all l, or lanes l and l^2), half the lanes carry all
+    the data and half-warps take 2 (NVIDIA's rule for Volta on; it reproduces the H200's counts:
+    20 per warp per k-step for step 12, 12 for step 11 and cuBLAS, 20 with 8 conflicts for step 8).
+    Within a phase the busiest bank decides: as many wavefronts as it has distinct words. The
+    simulator's tracer uses quarter-warps always (24 for step 12): its 16-byte model lacks the pairs.
+    """
+    address = np.asarray(addresses, dtype=np.int64)
+    if address.shape != (32,):
+        raise ValueError(f"a warp's request has 32 lane addresses, got {address.shape}")
+    lane = np.arange(32)
+    paired = any(bool(np.all(address == address[lane ^ partner])) for partner in (1, 2))
+    per_phase = 2 * LDS128_LANES_PER_PHASE if paired else LDS128_LANES_PER_PHASE
+    wavefronts = phases = 0
+    for start in range(0, 32, per_phase):
+        words = np.unique((address[start:start + per_phase, None] // 4 + np.arange(4)).ravel())
+        wavefronts += int(np.bincount(words % SHARED_BANKS).max())
+        phases += 1
+    return wavefronts, phases
+
+
+def lane_coordinates(tile: codegen.Tile, tid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(first row, first column) of each thread's 4-wide pieces in the block tile, for its first
+    group along M and along N (what the generator writes as r0 and c0)."""
+    if not tile.lanes_m:
+        across = tile.bn // tile.tn
+        return tid // across * tile.tm, tid % across * tile.tn
+    lanes_n = 32 // tile.lanes_m
+    warps_n = (tile.bn // tile.tn) // lanes_n
+    warp, lane = tid // 32, tid % 32
+    pair = tile.interleave
+    lm = lane // (pair * lanes_n) * pair + lane % pair
+    ln = lane // pair % lanes_n
+    return (warp // warps_n * tile.lanes_m * tile.tm + lm * 4,
+            warp % warps_n * lanes_n * tile.tn + ln * 4)
+
+
+def shared_load_addresses(tile: codegen.Tile, warp: int = 0, kk: int = 0) -> dict:
+    """Byte addresses (32 lanes) of each 16-byte shared load of one k-step of a warp, keyed
+    ('a', g) and ('b', h): A's tile is k-major with rows of bm + pad floats, B's of bn floats."""
+    tid = warp * 32 + np.arange(32)
+    rows, columns = lane_coordinates(tile, tid)
+    lda, ldb = tile.bm + tile.pad, tile.bn
+    step_m = tile.lanes_m * 4 if tile.lanes_m else 4
+    step_n = (32 // tile.lanes_m) * 4 if tile.lanes_m else 4
+    loads = {("a", g): 4 * (kk * lda + rows + g * step_m) for g in range(tile.tm // 4)}
+    loads.update({("b", h): 4 * (kk * ldb + columns + h * step_n) for h in range(tile.tn // 4)})
+    return loads
+
+
+def shared_wavefronts_per_k_step(tile: codegen.Tile) -> dict:
+    """Shared-memory wavefronts one warp needs per k-step (its TM/4 + TN/4 16-byte loads), averaged
+    over the block's warps: total, of A and of B, the ideal (one per phase) and the bank conflicts."""
+    warps = tile.threads // 32
+    totals = {"a": 0, "b": 0, "ideal": 0}
+    for warp in range(warps):
+        for (operand, _), addresses in shared_load_addresses(tile, warp).items():
+            wavefronts, ideal = lds128_wavefronts(addresses)
+            totals[operand] += wavefronts
+            totals["ideal"] += ideal
+    a, b, ideal = (totals[key] / warps for key in ("a", "b", "ideal"))
+    return {"wavefronts": a + b, "a": a, "b": b, "loads": (tile.tm + tile.tn) // 4, "ideal": ideal,
+            "bank_conflicts": a + b - ideal}
+
+
+LANE_LAYOUTS = {  # lanes_m, interleave: the ways a warp of 8x16 micro-tiles can be laid out
+    "2x16 (step 12)": (2, 1), "2x16 paired": (2, 2), "4x8": (4, 1), "4x8 paired": (4, 2),
+    "8x4": (8, 1), "8x4 paired": (8, 2),
+}
+
+
+def lane_layouts(tile: codegen.Tile = steps.SEARCH_TILE_8X16) -> pd.DataFrame:
+    """Each lane layout of a tile's warps: the warp's outputs and its shared wavefronts per k-step.
+    The count depends on the lane order, not the warp's shape: pairs of lanes that read the same
+    16 bytes halve a load's wavefronts, and only a paired layout pairs both operands."""
+    rows = []
+    for label, (lanes_m, pair) in LANE_LAYOUTS.items():
+        laid = replace(tile, lanes_m=lanes_m, interleave=pair)
+        laid.validate()
+        counts = shared_wavefronts_per_k_step(laid)
+        rows.append({"layout": label, "warp tile": f"{lanes_m * tile.tm}x{32 // lanes_m * tile.tn}",
+                     "wavefronts per k-step": counts["wavefronts"], "of A": counts["a"],
+                     "of B": counts["b"], "LDS.128 per k-step": counts["loads"]})
+    return pd.DataFrame(rows).set_index("layout")
+
+
+def traced_shared_wavefronts(tile: codegen.Tile, k_tiles: int = 1) -> dict:
+    """One block of a tile run by the simulator's tracer over ``k_tiles`` k-tiles: per warp and
+    k-step, the shared-load wavefronts of the lane addresses it recorded, counted by the pair rule
+    (``lds128_wavefronts``) and by the tracer's own model (quarter-warps, no pairs). Slow for the
+    big tiles (a 256-thread block runs as Python threads): tens of seconds."""
+    m, n, k = tile.bm, tile.bn, tile.bk * k_tiles
+    a, b = np.ones((m, k), np.float32), np.ones((k, n), np.float32)
+    c = np.zeros((m, n), np.float32)
+    counts = trace(codegen.build(tile), (1, 1), tile.threads, a.reshape(-1), b.reshape(-1),
+                   c.reshape(-1), np.uint64(m), np.uint64(n), np.uint64(k))
+    sites = counts.sites[(counts.sites["space"] == "shared") & (counts.sites["op"] == "ld")]
+    loads = counts.accesses.merge(sites[["site", "root", "store"]], on=["site", "root", "store"])
+    pairs = 0
+    for _, request in loads.groupby(["site", "root", "warp", "k"]):
+        addresses = request.sort_values("lane")["address"].to_numpy()
+        pairs += lds128_wavefronts(addresses)[0]
+    per = (tile.threads // 32) * k
+    shared = counts.by_array
+    tracer = shared[(shared["space"] == "shared") & (shared["op"] == "ld")]["wavefronts"].sum()
+    return {"pair rule": pairs / per, "tracer": float(tracer) / per}
+
+
 # ----------------------------------------------------------------------------- experiment
 
 
+@dataclass
+class _Operands:
+    """One shape's inputs: input sets on the device, set 0's rows sampled for the float64 check."""
+
+    shape: str
+    a: list
+    b: list
+    c: list
+    rows: np.ndarray  # the sampled rows of C
+    reference: np.ndarray  # float64 C at those rows
+    bound: np.ndarray  # K u |A||B| at those rows
+
+    @property
+    def sets(self) -> int:
+        return len(self.a)
+
+
+def _operands(run: Run, shape: str, sample_rows: int = 16) -> _Operands:
+    """Random A and B (``run.rng``), enough sets to rotate past the L2, and set 0's reference rows."""
+    m, n, k = SHAPES[shape]
+    sets = input_sets_needed(4 * (m * k + k * n + m * n), int(device_info().l2_mib * 2**20), most=16)
+    a_sets, b_sets = [], []
+    for index in range(sets):
+        a = run.rng.standard_normal((m, k), dtype=np.float32)
+        b = run.rng.standard_normal((k, n), dtype=np.float32)
+        a_sets.append(cuda.to_device(a))
+        b_sets.append(cuda.to_device(b))
+        if index == 0:
+            rows = np.sort(run.rng.choice(m, min(m, sample_rows), replace=False))
+            reference, bound = _reference_rows(a, b, rows)
+    c_sets = [cuda.device_array((m, n), np.float32) for _ in range(sets)]
+    return _Operands(shape, a_sets, b_sets, c_sets, rows, reference, bound)
+
+
+def _reference_rows(a: np.ndarray, b: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """float64 A @ B at the given rows, and the FP32 bound K u |A||B| there."""
+    a64, b64 = a[rows].astype(np.float64), b.astype(np.float64)
+    return a64 @ b64, a.shape[1] * UNIT_ROUNDOFF * (np.abs(a64) @ np.abs(b64))
+
+
+def _rows_error(c_rows: np.ndarray, reference: np.ndarray, bound: np.ndarray) -> dict:
+    diff = np.abs(c_rows.astype(np.float64) - reference)
+    norm = np.linalg.norm(reference)
+    return {"relative_error": float(np.linalg.norm(diff) / norm) if norm else float(np.linalg.norm(diff)),
+            "worst_share_of_bound": float(np.max(diff / np.where(bound > 0, bound, np.inf), initial=0.0))}
+
+
+def _checked(name: str, ops: _Operands) -> dict:
+    """Every output of every set written (no NaN poison left), and set 0's sampled rows within the
+    FP32 bound of float64 (cuBLAS also within 1e-5 relative: TF32 would land near 3e-4)."""
+    unwritten = [i for i, c in enumerate(ops.c) if not np.isfinite(c.copy_to_host()).all()]
+    if unwritten:
+        raise AssertionError(f"{name} at {ops.shape} left outputs unwritten (NaN poison in sets {unwritten})")
+    c_rows = np.stack([ops.c[0][int(r)].copy_to_host() for r in ops.rows])
+    error = _rows_error(c_rows, ops.reference, ops.bound)
+    if not error["worst_share_of_bound"] <= 1.0:
+        raise AssertionError(f"{name} at {ops.shape}: error {error['worst_share_of_bound']:.2f}x the FP32 "
+                             "bound K*u*|A||B|")
+    if name == CUBLAS and not error["relative_error"] < 1e-5:
+        raise AssertionError(f"cuBLAS SGEMM relative error {error['relative_error']:.1e}: TF32 on, or wrong")
+    return {"variant": name, "shape": ops.shape, **error}
+
+
 def _launcher(name: str):
+    """(a, b, c) on device arrays -> the kernel's launch (a generated one returns the tile it ran)."""
     if name in TUNE:
         tile = TUNE[name]
         return lambda a, b, c: codegen.launch(tile, a, b, c)
     return steps.step(name).launch
 
 
-LAST_ERRORS: pd.DataFrame | None = None  # the errors measure() saw, per variant and shape
+def kernel_key(name: str, a, b, c) -> str:
+    """The evidence's name for the kernel a variant runs on these operands: '<name> (4-byte loads)'
+    for a generated kernel's 4-byte twin (rows that are not 16-byte aligned)."""
+    tile = _generated_tile(name)
+    if tile is None or not tile.vector:
+        return name
+    m, k = a.shape
+    return name if codegen.vector_ok(a, b, c, k, b.shape[1]) else f"{name} (4-byte loads)"
 
 
-def measure(show_progress: bool = True, after_shape=None) -> pd.DataFrame:
-    """Time every step and tile candidate against cuBLAS on the GPU; returns the tidy table.
-
-    Every result is checked against float64 on sampled rows (AssertionError past the FP32 bound);
-    the errors are kept in ``LAST_ERRORS`` (benchmarks/gemm_gpu.py records them).
-    ``after_shape(table)``, when given, sees the table so far after each shape.
-    """
-    global LAST_ERRORS
-    from ..results import make_table
-
-    rows, errors = [], []
-    for shape in progress(list(MEASURE_ORDER), NAME) if show_progress else MEASURE_ORDER:
-        _measure_shape(shape, rows, errors)
-        LAST_ERRORS = pd.DataFrame(errors)
-        if after_shape is not None:
-            after_shape(make_table(rows))
-    return make_table(rows)
+MEMORY_OPS = r"\b(LDG|STG|LDS|STS|LDL|STL|BAR)\b"
+SASS_PATTERNS = {  # which SASS lines a recording keeps as an excerpt (the rest: counts and summary)
+    "register_2d": r"^(SEL|ISETP|BRA|LDS)", "register_2d_uint64": r"^(SEL|ISETP|BRA|LDS)",
+    "vector_loads": MEMORY_OPS, "unrolled": MEMORY_OPS, "register_cap": MEMORY_OPS, "big_tile": MEMORY_OPS,
+    SEARCH_VARIANT: MEMORY_OPS, WARP_VARIANT: MEMORY_OPS,
+}
 
 
-def _measure_shape(shape: str, rows: list, errors: list) -> None:
-    import cupy as cp
-    from numba import cuda
+def _record_kernel(run: Run, name: str, key: str, a, b, c) -> None:
+    """Registers, shared and local memory and SASS of the kernel a variant just ran (once)."""
+    if key in run.kernels:
+        return
+    tile = _generated_tile(name)
+    if tile is None:
+        run.kernel(key, steps.step(name).kernel, (a, b, c), SASS_PATTERNS.get(name))
+        return
+    used = tile if key == name else tile.scalar()
+    m, k = a.shape
+    args = (a.reshape(a.size), b.reshape(b.size), c.reshape(c.size), np.uint64(m), np.uint64(b.shape[1]),
+            np.uint64(k))
+    run.kernel(key, codegen.build(used), args, SASS_PATTERNS.get(name))
 
-    from ..bench import input_sets_needed
-    from ..device import device_info
-    from ..kernels.util import poison
 
+def _time_cublas(run: Run, ops: _Operands, common: dict) -> None:
+    cp = cupy_or_none()
+    if cp is None:
+        return
+    a, b, c = ([cp.asarray(x) for x in xs] for xs in (ops.a, ops.b, ops.c))
+    for x in ops.c:
+        poison(x)
+    run.time(CUBLAS, lambda s: cp.matmul(a[s], b[s], out=c[s]), provider="cublas", **common)
+    cp.cuda.runtime.deviceSynchronize()
+    run.facts.setdefault("errors", []).append(_checked(CUBLAS, ops))
+
+
+def _measure_shape(run: Run, shape: str) -> None:
+    """cuBLAS, then every step and candidate timed at this shape: outputs poisoned before, every
+    output and sampled rows against float64 after. A failing kernel does not stop the others: the
+    section raises at the end, naming every failure."""
+    started = time.perf_counter()
     m, n, k = SHAPES[shape]
-    l2_bytes = int(device_info().l2_mib * 2**20)
-    generator = cp.random.default_rng(2026)
-    sets = input_sets_needed(4 * (m * k + k * n + m * n), l2_bytes, most=16)
-    a = [generator.standard_normal((m, k), dtype=cp.float32) for _ in range(sets)]
-    b = [generator.standard_normal((k, n), dtype=cp.float32) for _ in range(sets)]
-    c = [cp.empty((m, n), cp.float32) for _ in range(sets)]
+    ops = _operands(run, shape)
     common = dict(size=m * n * k, bytes_moved=4 * (m * k + k * n + m * n), flops=2 * m * n * k,
-                  input_sets=sets)
-    rows.append(timed_row(NAME, "cublas sgemm", lambda s: cp.matmul(a[s], b[s], out=c[s]),
-                          provider="cublas", **common))
-    errors.append(_checked("cublas sgemm", shape, a[0], b[0], c[0], limit=1.0))
-    da, db, dc = ([cuda.as_cuda_array(x) for x in xs] for xs in (a, b, c))
-    for name in [s.name for s in steps.STEPS] + list(TUNE):
-        if shape not in shapes_for(name):
-            continue
-        for out in dc:
-            poison(out)
-        launch = _launcher(name)
-        rows.append(timed_row(NAME, name, lambda s, f=launch: f(da[s], db[s], dc[s]), **common))
-        if not all(bool(cp.isfinite(x).all()) for x in c):
-            raise AssertionError(f"{name} at {shape} left outputs unwritten (NaN poison remains)")
-        errors.append(_checked(name, shape, a[0], b[0], c[0], limit=1.0))
+                  input_sets=ops.sets)
+    failures = []
+    try:
+        _time_cublas(run, ops, common)
+    except Exception as error:  # noqa: BLE001 - the kernels are still worth measuring
+        failures.append(f"{CUBLAS}: {type(error).__name__}: {error}")
+    for name in variants_at(shape):
+        try:
+            launch = _launcher(name)
+            for x in ops.c:
+                poison(x)
+            run.time(name, lambda s, f=launch: f(ops.a[s], ops.b[s], ops.c[s]), **common)
+            run.facts.setdefault("errors", []).append(_checked(name, ops))
+            _record_kernel(run, name, kernel_key(name, ops.a[0], ops.b[0], ops.c[0]), ops.a[0], ops.b[0],
+                           ops.c[0])
+        except Exception as error:  # noqa: BLE001 - one kernel's failure must not hide the others
+            failures.append(f"{name}: {type(error).__name__}: {error}")
+    run.facts.setdefault("section_seconds", {})[shape] = round(time.perf_counter() - started, 1)
+    if failures:
+        raise AssertionError(f"{len(failures)} failure(s) at {shape}: " + "; ".join(failures))
 
 
-def _checked(name, shape, a, b, c, limit, sample_rows=16):
-    """Sampled rows against float64 (on the GPU); raises past ``limit`` times the FP32 bound."""
-    import cupy as cp
+def _shape_section(shape: str) -> Section:
+    return Section(shape, lambda run: _measure_shape(run, shape))
 
-    rows = cp.asarray(np.random.default_rng(0).choice(a.shape[0], min(a.shape[0], sample_rows),
-                                                      replace=False))
-    a64, b64 = a[rows].astype(cp.float64), b.astype(cp.float64)
-    reference = a64 @ b64
-    diff = cp.abs(c[rows].astype(cp.float64) - reference)
-    bound = a.shape[1] * UNIT_ROUNDOFF * (cp.abs(a64) @ cp.abs(b64))
-    share = float(cp.max(diff / bound))
-    relative = float(cp.linalg.norm(diff) / cp.linalg.norm(reference))
-    if not share <= limit:
-        raise AssertionError(f"{name} at {shape}: error {share:.2f}x the FP32 bound K*u*|A||B|")
-    if name == "cublas sgemm" and not relative < 1e-5:  # TF32 would land near 3e-4
-        raise AssertionError(f"cuBLAS SGEMM relative error {relative:.1e}: TF32 on, or wrong result")
-    return {"variant": name, "shape": shape, "relative_error": relative, "worst_share_of_bound": share}
+
+SECTIONS = tuple(_shape_section(shape) for shape in MEASURE_ORDER)
+
+
+# ------------------------------------------------------------------------- Nsight Compute
+
+NCU_SHAPE = (2048, 2048, 2048)
+# Every kernel the lesson quotes counters of, in teaching order, then cuBLAS (what CuPy's matmul
+# launches: ncu names it by its CUTLASS kernel, e.g. cutlass_80_simt_sgemm_256x128_8x4_nn_align1).
+NCU_STEPS = ("naive_uncoalesced", "naive", "shared_tiled", "register_1d", "unrolled", "register_cap",
+             "big_tile")
+NCU_CASES = (*NCU_STEPS, SEARCH_VARIANT, WARP_VARIANT, CUBLAS)
+CUBLAS_KERNEL = "sgemm"  # a substring of cuBLAS's kernel name
+SEED_NCU = 1
+NCU_METRICS = (
+    "gpu__time_duration.sum",
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    "smsp__issue_active.avg.pct_of_peak_sustained_active",
+    "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "smsp__inst_executed.sum",
+    "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum",
+    "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",
+    "smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio",
+    "smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio",
+    "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio",
+    "smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio",
+    "smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio",
+    "smsp__average_warps_issue_stalled_wait_per_issue_active.ratio",
+)
+NCU_SHORT = {  # short names for the metrics the lesson quotes
+    "time_ns": "gpu__time_duration.sum",
+    "instructions": "smsp__inst_executed.sum",
+    "thread_ffma": "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
+    "issue_active": "smsp__issue_active.avg.pct_of_peak_sustained_active",
+    "warps_active": "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "requests": "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+    "sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "shared_wavefronts": "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    "conflicts_ld": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    "conflicts_st": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+    "long_scoreboard": "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",
+    "mio_throttle": "smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio",
+    "barrier": "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio",
+}
+
+
+def ncu_kernel_name(case: str) -> str:
+    """What must appear in the name ncu reports for a case's kernel (its Python function's name)."""
+    if case == CUBLAS:
+        return CUBLAS_KERNEL
+    if _generated_tile(case) is not None:
+        return "gemm_generated"
+    return steps.step(case).kernel.py_func.__name__
+
+
+def ncu_cases(shape: tuple[int, int, int] = NCU_SHAPE) -> list[ncu.Case]:
+    """One launch per case at ``shape`` (2048^3), each checked against float64 on sampled rows.
+    Nothing here launches a kernel but the cases: inputs are copied from the host (outputs start as
+    NaN, copied too), and the checks run on the host."""
+    m, n, k = shape
+    rng = np.random.default_rng(SEED_NCU)
+    a = rng.standard_normal((m, k), dtype=np.float32)
+    b = rng.standard_normal((k, n), dtype=np.float32)
+    rows = np.sort(rng.choice(m, min(m, 16), replace=False))
+    reference, bound = _reference_rows(a, b, rows)
+    da, db = cuda.to_device(a), cuda.to_device(b)
+    nan = np.full((m, n), np.nan, np.float32)
+
+    def check(c) -> bool:
+        return _rows_error(c.copy_to_host()[rows], reference, bound)["worst_share_of_bound"] <= 1.0
+
+    cases = []
+    for case in NCU_CASES[:-1]:
+        dc, launch = cuda.to_device(nan), _launcher(case)
+        cases.append(ncu.Case(case, ncu_kernel_name(case), lambda f=launch, c=dc: f(da, db, c),
+                              check=lambda c=dc: check(c)))
+    cp = cupy_or_none()
+    if cp is not None:
+        dc = cuda.to_device(nan)
+        ca, cb, cc = cp.asarray(da), cp.asarray(db), cp.asarray(dc)
+        cases.append(ncu.Case(CUBLAS, CUBLAS_KERNEL, lambda: cp.matmul(ca, cb, out=cc),
+                              check=lambda c=dc: check(c)))
+    return cases
+
 
 
 # ------------------------------------------------------------------------- reading the table
@@ -286,7 +641,7 @@ def with_shapes(table: pd.DataFrame) -> pd.DataFrame:
     """The table with its shape's name, and each row's fraction of cuBLAS at the same shape."""
     out = table.copy()
     out["shape"] = out["size"].map(SHAPE_OF_SIZE)
-    reference = out[out["variant"] == "cublas sgemm"].set_index("size")["gflops"]
+    reference = out[out["variant"] == CUBLAS].set_index("size")["gflops"]
     out["of_cublas"] = out["gflops"] / out["size"].map(reference)
     return out
 
@@ -302,7 +657,7 @@ def progression(table: pd.DataFrame) -> pd.DataFrame:
 
 def gflops_table(table: pd.DataFrame) -> pd.DataFrame:
     t = with_shapes(table)
-    order = ["cublas sgemm"] + [s.name for s in steps.STEPS] + list(TUNE)
+    order = [CUBLAS] + [s.name for s in steps.STEPS] + list(TUNE)
     wide = t.pivot_table(index="variant", columns="shape", values="gflops")
     return wide.reindex(index=[v for v in order if v in wide.index],
                         columns=[s for s in SHAPES if s in wide.columns])
@@ -318,23 +673,35 @@ def search_label(variant: str) -> str:
     return variant
 
 
-def autotune_table(table: pd.DataFrame, values: str = "gflops") -> pd.DataFrame:
-    """The visible search: steps 11 and 12's tiles and every candidate, by shape (GFLOP/s, or
-    ``values="of_cublas"``). The candidates were not timed at the awkward shape (each would need its
-    4-byte twin compiled); steps 11 and 12 were."""
+def search_table(table: pd.DataFrame) -> pd.DataFrame:
+    """The visible search in long form, one row per (tile, shape) timed: the tile's label, its
+    block tile, micro-tile and lanes, GFLOP/s and fraction of cuBLAS (for a shape x tile heatmap)."""
     t = with_shapes(table)
-    names = [*SEARCH_STEPS, *TUNE]
-    t = t[t["variant"].isin(names)]
-    wide = t.pivot_table(index="variant", columns="shape", values=values)
+    t = t[t["variant"].isin([*SEARCH_STEPS, *TUNE])]
+    rows = []
+    for _, row in t.iterrows():
+        tile = tile_of(row["variant"])
+        rows.append({"tile": search_label(row["variant"]), "shape": row["shape"],
+                     "block tile": f"{tile.bm}x{tile.bn}x{tile.bk}", "per thread": f"{tile.tm}x{tile.tn}",
+                     "lanes": lanes_label(tile),
+                     "gflops": float(row["gflops"]), "of_cublas": float(row["of_cublas"])})
+    return pd.DataFrame(rows, columns=["tile", "shape", "block tile", "per thread", "lanes", "gflops",
+                                       "of_cublas"])
+
+
+def autotune_table(table: pd.DataFrame, values: str = "gflops") -> pd.DataFrame:
+    """The visible search: steps 11 and 12's tiles and every candidate (rows) by shape (columns),
+    GFLOP/s or ``values="of_cublas"``. Only steps 11 and 12 run at the awkward shape."""
+    long = search_table(table)
+    wide = long.pivot_table(index="tile", columns="shape", values=values)
+    order = [search_label(v) for v in (*SEARCH_STEPS, *TUNE)]
     columns = [s for s in (*TUNE_SHAPES, AWKWARD) if s in wide.columns]
-    wide = wide.reindex(index=[n for n in names if n in wide.index], columns=columns)
-    wide.index = [search_label(v) for v in wide.index]
-    return wide
+    return wide.reindex(index=[label for label in order if label in wide.index], columns=columns)
 
 
 def search_winners(table: pd.DataFrame) -> pd.DataFrame:
     """The search's winner at each shape it ran at (measured rows, not a fixed choice), its
-    GFLOP/s, fraction of cuBLAS, and the runner-up's fraction."""
+    fraction of cuBLAS, and the runner-up's."""
     fractions = autotune_table(table, "of_cublas")
     rows = []
     for shape in fractions.columns:
@@ -345,14 +712,18 @@ def search_winners(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("shape")
 
 
-def tile_of(variant: str) -> codegen.Tile:
-    """The generated tile behind a variant name (a generated step or a tile candidate)."""
-    if variant in TUNE:
-        return TUNE[variant]
-    tile = steps.step(variant).tile
-    if tile is None:
-        raise KeyError(f"{variant!r} is a hand-written step, not a generated tile")
-    return tile
+def warp_tiling(table: pd.DataFrame, shapes=("2048^3", "4096^3", "8192^3")) -> pd.DataFrame:
+    """Issue 18's question, from the run's rows: the warp-tiled 8x16 tile beside the same tile with
+    step 12's lanes, step 12 and cuBLAS (GFLOP/s), and the warp tile's ratio to its sibling."""
+    gflops = gflops_table(table)
+    names = {"cuBLAS": CUBLAS, "step 12 (128x256x8, lanes 2x16)": "big_tile",
+             "128x256x16, lanes 2x16": SEARCH_VARIANT, "128x256x16, warp 4x8 paired": WARP_VARIANT}
+    present = [s for s in shapes if s in gflops.columns]
+    out = pd.DataFrame({label: gflops.loc[variant, present] if variant in gflops.index else np.nan
+                        for label, variant in names.items()}).T
+    warp, sibling = out.loc["128x256x16, warp 4x8 paired"], out.loc["128x256x16, lanes 2x16"]
+    out.loc["warp tile / lanes 2x16"] = warp / sibling
+    return out
 
 
 def best_per_shape(table: pd.DataFrame) -> pd.DataFrame:
@@ -361,7 +732,7 @@ def best_per_shape(table: pd.DataFrame) -> pd.DataFrame:
     ours = t[t["provider"] == "gpu_lessons"]
     best = ours.loc[ours.groupby("shape")["gflops"].idxmax()]
     out = best[["shape", "variant", "gflops", "of_cublas"]].set_index("shape")
-    out["cublas_gflops"] = t[t["variant"] == "cublas sgemm"].set_index("shape")["gflops"]
+    out["cublas_gflops"] = t[t["variant"] == CUBLAS].set_index("shape")["gflops"]
     return out.reindex([s for s in SHAPES if s in out.index])
 
 
@@ -396,48 +767,14 @@ def roofline_points(table: pd.DataFrame, shape: str = "4096^3", names=ROOFLINE_S
         kind = "naive (no reuse)" if step.cta is None else f"CTA tile {step.cta[0]}x{step.cta[1]}"
         points.append({"label": step.name, "intensity": step_intensity(step.name, k),
                        "gflops": float(row["gflops"].iloc[0]), "kind": kind})
-    ref = t[(t["variant"] == "cublas sgemm") & (t["shape"] == shape)]
+    ref = t[(t["variant"] == CUBLAS) & (t["shape"] == shape)]
     if not ref.empty:
         points.append({"label": "cuBLAS", "intensity": ideal_intensity(*SHAPES[shape]),
                        "gflops": float(ref["gflops"].iloc[0]), "kind": "cuBLAS (ideal reuse)"})
     return pd.DataFrame(points)
 
 
-def figures(table: pd.DataFrame, ceilings: dict, provenance: str, datasheet: dict | None = None) -> dict:
-    from .. import plots
-
-    return {
-        "progression": plots.gemm_progression(progression(table), shapes=["2048^3", "4096^3"],
-                                              provenance=provenance),
-        "roofline": plots.roofline(ceilings["bandwidth_gbps"], ceilings["peak_gflops"],
-                                   points=roofline_points(table), datasheet=datasheet,
-                                   provenance=provenance, title="GEMM steps on the roofline (4096^3)"),
-    }
-
-
-# ------------------------------------------------------------------ recorded GPU evidence
-
-
-def evidence_path(gpu: str = "nvidia-h200") -> Path:
-    from ..results import data_root
-
-    return data_root() / gpu / "gemm_evidence.json"
-
-
-def load_evidence(gpu: str = "nvidia-h200") -> dict:
-    """Registers, shared and local memory, SASS summaries and ncu counters per kernel, recorded on
-    the GPU by benchmarks/gemm_gpu.py (with its provenance under "meta")."""
-    return json.loads(evidence_path(gpu).read_text())
-
-
-def load_probe(gpu: str = "nvidia-h200") -> tuple[pd.DataFrame, dict]:
-    """The probe run (benchmarks/gemm_probe.py) that chose the steps: candidates the lesson does not
-    re-measure (warp tiling, launch bounds, 4-byte-load variants), each beside cuBLAS in that run."""
-    from ..results import data_root
-
-    folder = data_root() / gpu
-    meta = json.loads((folder / "gemm_probe.meta.json").read_text())
-    return pd.read_csv(folder / "gemm_probe.csv"), meta
+# ---------------------------------------------------------------- the evidence: resources, SASS
 
 
 def threads_per_block(kernel: str) -> int:
@@ -449,180 +786,297 @@ def threads_per_block(kernel: str) -> int:
         step = steps.step(name)
         if step.tile is not None:
             return step.tile.threads
-        return {"register_1d": 512}.get(name, 256)  # naive: 32 x 8, shared_tiled: 16 x 16, 2-D: 256
-    return 256  # the probe's variants of the 128x128 tile
+        if name in register.KERNELS:
+            return register.KERNELS[name][1]["threads"]
+        if name == "shared_tiled":
+            return tiled.BLOCK[0] * tiled.BLOCK[1]
+        return naive_kernels.NAIVE_BLOCK[0] * naive_kernels.NAIVE_BLOCK[1]
+    return 256  # the probe's variants of the 128x128 tile (warp_tile, launch_bounds)
 
 
-def resources_table(evidence: dict) -> pd.DataFrame:
-    """Per kernel: registers, shared and local memory (spills), occupancy (lesson 2's calculator,
-    from the recorded registers and shared memory), SASS instruction mix of the hot loop."""
-    from ..occupancy import occupancy
-
+def resources_table(result: LessonResult) -> pd.DataFrame:
+    """Per recorded kernel: registers, shared and local memory (spills), occupancy (lesson 2's
+    calculator on the recorded registers and shared memory), its SASS hot loop, and its source."""
     rows = []
-    for name, info in evidence["kernels"].items():
-        sass = info.get("sass", {})
-        memory = sass.get("loop_memory", {})
+    for name, info in result.evidence.kernels.items():
+        summary = info.get("sass", {}).get("summary", {})
+        memory = summary.get("loop_memory", {})
         threads = threads_per_block(name)
         occ = occupancy(threads, info["registers"], info["shared_bytes"])
         rows.append({
-            "kernel": name, "threads": threads, "registers": info.get("registers"),
-            "shared_bytes": info.get("shared_bytes"), "local_bytes": info.get("local_bytes"),
+            "kernel": name, "threads": threads, "registers": info["registers"],
+            "shared_bytes": info["shared_bytes"], "local_bytes": info["local_bytes"],
             "blocks/SM": occ.blocks_per_sm, "warps/SM": occ.warps_per_sm, "limited by": occ.limiter,
-            "hot_loop_ffma_share": sass.get("loop_ffma_share"),
-            "hot_loop_instructions": sass.get("loop_instructions"),
+            "hot_loop_ffma_share": summary.get("loop_ffma_share"),
+            "hot_loop_instructions": summary.get("loop_instructions"),
             "LDS.128": memory.get("LDS.128", 0), "LDS": memory.get("LDS", 0),
-            "LDG.E.128": sass.get("memory", {}).get("LDG.E.128", 0),
-            "spill_ops (LDL/STL)": sass.get("spill_ops"),
-            "recorded by": info.get("from", "the recording's run"),
+            "LDG.E.128": summary.get("memory", {}).get("LDG.E.128", 0),
+            "spill_ops (LDL/STL)": summary.get("spill_ops"),
+            "source": info.get("source", "run"),
         })
     return pd.DataFrame(rows).set_index("kernel")
 
 
-def waves(evidence: dict, names=("register_cap", "big_tile"), shapes=("2048^3", "4096^3", "8192^3", AWKWARD),
-          sms: int | None = None) -> pd.DataFrame:
-    """Blocks, resident blocks per SM (lesson 2's calculator on the recorded registers and shared
-    memory of the twin that runs there) and waves per grid; ``filled``: the share of SM slots the
-    waves keep busy (the last wave's idle slots are lost time when blocks take equal time)."""
-    from ..occupancy import occupancy
-
-    sms = sms or int(evidence.get("meta", {}).get("sms", 0)) or None
-    if sms is None:
-        raise ValueError("the evidence has no SM count (meta.sms): pass sms=")
+def waves(result: LessonResult, names=None, shapes=("2048^3", "4096^3", "8192^3", AWKWARD)) -> pd.DataFrame:
+    """Per tile of the search (steps 11 and 12 and the candidates; ``names=None``: those the evidence
+    has resources of) and shape it was timed at: blocks, resident blocks per SM (lesson 2's
+    calculator on the recorded registers and shared memory of the twin that runs there) and waves
+    per grid; ``filled``: the share of SM slots the waves keep busy (the last wave's idle slots are
+    lost time when blocks take equal time). The SM count is the recording's."""
+    sms = int(result.meta["sms"])
+    if names is None:
+        names = [name for name in (*SEARCH_STEPS, *TUNE) if name in result.evidence.kernels]
     rows = []
     for name in names:
         tile = tile_of(name)
-        for shape in shapes:
+        for shape in (s for s in shapes if s in shapes_for(name)):
             m, n, k = SHAPES[shape]
             vector = k % 4 == 0 and n % 4 == 0
-            kernel = evidence.get("kernels", {}).get(name if vector else f"{name} (4-byte loads)")
-            if kernel is None:
-                continue
+            kernel = result.evidence.kernel(name if vector or not tile.vector else f"{name} (4-byte loads)")
             per_sm = occupancy(tile.threads, kernel["registers"], kernel["shared_bytes"]).blocks_per_sm
             blocks = -(-n // tile.bn) * -(-m // tile.bm)
             w = blocks / (per_sm * sms)
             rows.append({"kernel": name, "shape": shape, "loads": "16-byte" if vector else "4-byte",
-                         "blocks": blocks, "blocks/SM": per_sm, "waves": w, "filled": w / np.ceil(w)})
-    return pd.DataFrame(rows).set_index(["kernel", "shape"])
+                         "blocks": blocks, "blocks/SM": per_sm, "waves": w, "filled": w / math.ceil(w)})
+    columns = ["kernel", "shape", "loads", "blocks", "blocks/SM", "waves", "filled"]
+    return pd.DataFrame(rows, columns=columns).set_index(["kernel", "shape"])
 
 
 def per_k_step(tiles: dict) -> pd.DataFrame:
     """Counted from the tiles (what the generator writes): per thread and k-step, the FMAs and the
-    16-byte shared loads that feed them; per block and k-tile, the FMAs between two barriers."""
+    16-byte shared loads that feed them, and the shared wavefronts a warp needs for them (the pair
+    rule); per block and k-tile, the FMAs between two barriers."""
     rows = []
     for label, t in tiles.items():
         loads = (t.tm + t.tn) // 4
         rows.append({"tile": label, "block tile": f"{t.bm}x{t.bn}x{t.bk}", "per thread": f"{t.tm}x{t.tn}",
                      "threads": t.threads, "FFMA per k-step": t.tm * t.tn, "LDS.128 per k-step": loads,
                      "FFMA per LDS.128": t.tm * t.tn / loads,
+                     "shared wavefronts per warp per k-step": shared_wavefronts_per_k_step(t)["wavefronts"],
                      "FFMA per thread per k-tile": t.bk * t.tm * t.tn,
                      "I_CTA (FLOP/byte)": cta_intensity(t.bm, t.bn)})
     return pd.DataFrame(rows).set_index("tile")
 
 
-NCU_SHORT = {  # short names for the Nsight Compute metrics the checklist quotes
-    "long_scoreboard": "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",
-    "mio_throttle": "smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio",
-    "barrier": "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio",
-    "conflicts_ld": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
-    "conflicts_st": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
-    "warps_active": "sm__warps_active.avg.pct_of_peak_sustained_active",
-    "issue_active": "smsp__issue_active.avg.pct_of_peak_sustained_active",
-    "shared_wavefronts": "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
-    "sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
-    "fma_pipe": "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
-    "thread_ffma": "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
-    "requests": "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
-}
+# ------------------------------------------------------ the evidence: Nsight Compute counters
 
 
-def _ncu(evidence: dict, step: str, short: str):
-    return evidence.get("ncu", {}).get(step, {}).get(NCU_SHORT[short])
+def _ncu(evidence: Evidence, case: str, short: str):
+    return evidence.ncu_value(case, NCU_SHORT[short])
+
+
+def fp32_rate_gflops(evidence: Evidence, case: str) -> float:
+    """The FP32 rate a profiled launch reached: 2 FLOP per thread-level FFMA over its duration.
+    (Not ``sm__pipe_fma_cycles_active``: on Hopper that pipe also runs IMAD.)"""
+    return 2 * _ncu(evidence, case, "thread_ffma") / _ncu(evidence, case, "time_ns")
+
+
+def fp32_share_of_peak(evidence: Evidence, case: str, peak_gflops: float) -> float:
+    """The FP32 rate from the FFMA count as a share of the FP32 peak (SMs x 128 x 2 x clock)."""
+    return fp32_rate_gflops(evidence, case) / peak_gflops
+
+
+def ncu_shape(evidence: Evidence, case: str) -> tuple[int, int, int]:
+    """The (M, N, K) a case was profiled at: its source's, where the source says, else NCU_SHAPE."""
+    source = evidence.ncu_case(case)["source"]
+    shape = evidence.sources.get(source, {}).get("shape")
+    return tuple(int(v) for v in shape) if shape else NCU_SHAPE
+
+
+CUTLASS_TILE = re.compile(r"_(\d+)x(\d+)_\d+x\d+_")
+CUTLASS_SIMT_WARPS = 8  # cutlass_80_simt_sgemm_256x128_*: 4 x 2 warps of 64 x 64 (CUTLASS's SIMT tiles)
+
+
+def launch_warps(case: str, shape: tuple[int, int, int], kernel_name: str = "") -> int:
+    """Warps a case's launch runs at (M, N, K): from the lesson's launch shapes, or for cuBLAS from
+    the CUTLASS tile in its kernel name (the counters of an ncu run record grid and block instead)."""
+    m, n, _ = shape
+    if case == CUBLAS:
+        found = CUTLASS_TILE.search(kernel_name)
+        if not found:
+            raise RecordingError(f"ncu.{case}: no grid and block recorded, and no CUTLASS tile in its "
+                                 f"kernel name {kernel_name[:80]!r}")
+        tile_m, tile_n = int(found.group(1)), int(found.group(2))
+        return -(-m // tile_m) * -(-n // tile_n) * CUTLASS_SIMT_WARPS
+    tile = _generated_tile(case)
+    if tile is not None:
+        return -(-m // tile.bm) * -(-n // tile.bn) * tile.threads // 32
+    if case in register.KERNELS:
+        t = register.KERNELS[case][1]
+        return -(-m // t["bm"]) * -(-n // t["bn"]) * t["threads"] // 32
+    block = tiled.BLOCK if case == "shared_tiled" else naive_kernels.NAIVE_BLOCK
+    return -(-m // block[1]) * -(-n // block[0]) * block[0] * block[1] // 32
+
+
+def ncu_warps(evidence: Evidence, case: str) -> int:
+    """Warps of a profiled launch: grid x block as ncu recorded them, else ``launch_warps``."""
+    entry = evidence.ncu_case(case)
+    if "grid" in entry and "block" in entry:
+        return math.prod(entry["grid"]) * -(-math.prod(entry["block"]) // 32)
+    return launch_warps(case, ncu_shape(evidence, case), entry["kernel"])
+
+
+def shared_wavefronts_per_warp_k_step(evidence: Evidence, case: str) -> float:
+    """ncu's shared-load wavefronts per warp per k-step (one k of the K loop): 20 for step 12 and
+    12.1 for cuBLAS at 2048^3, where the pair rule counts 20 and 12 (shared_wavefronts_per_k_step)."""
+    k_steps = ncu_shape(evidence, case)[2]
+    return _ncu(evidence, case, "shared_wavefronts") / (ncu_warps(evidence, case) * k_steps)
+
+
+def sectors_per_request(evidence: Evidence, case: str) -> float:
+    """ncu's 32-byte sectors per global load request (16.5 for naive_uncoalesced: the mean of A's
+    32 and B's 1, naive_sectors_per_request)."""
+    return _ncu(evidence, case, "sectors") / _ncu(evidence, case, "requests")
+
+
+def counter_table(result: LessonResult) -> pd.DataFrame:
+    """Per profiled case, in teaching order: what the lesson reasons with, derived from the counters
+    (instructions, the FP32 rate from FFMAs and its share of the peak, issue slots, shared wavefronts
+    per warp per k-step, sectors per request) and the ncu run each came from."""
+    evidence, peak = result.evidence, float(result.meta["peak_fp32_gflops"])
+    order = [c for c in NCU_CASES if c in evidence.ncu] + [c for c in evidence.ncu if c not in NCU_CASES]
+    rows = []
+    for case in order:
+        rows.append({
+            "case": case, "time (us)": _ncu(evidence, case, "time_ns") / 1e3,
+            "instructions (M)": _ncu(evidence, case, "instructions") / 1e6,
+            "FFMA share of instructions": _ncu(evidence, case, "thread_ffma") / 32
+            / _ncu(evidence, case, "instructions"),
+            "FP32 GFLOP/s (FFMA)": fp32_rate_gflops(evidence, case),
+            "of FP32 peak": fp32_share_of_peak(evidence, case, peak),
+            "issue active %": _ncu(evidence, case, "issue_active"),
+            "warps active %": _ncu(evidence, case, "warps_active"),
+            "shared wavefronts per warp per k-step": shared_wavefronts_per_warp_k_step(evidence, case),
+            "sectors per request": sectors_per_request(evidence, case),
+            "source": evidence.ncu_case(case)["source"],
+        })
+    return pd.DataFrame(rows).set_index("case")
+
+
+def issue_bound(result: LessonResult, before: str = "naive", after: str = "shared_tiled",
+                shape: str = "2048^3") -> dict:
+    """Instructions executed (ncu) before and after a step, against the step's speed-up in the run's
+    table: naive -> shared_tiled cuts instructions 9,677 M -> 1,657 M (5.84x) and runs 5.80x faster,
+    so the naive kernel was bound by issuing instructions, not by memory."""
+    evidence = result.evidence
+    t = with_shapes(result.table)
+
+    def median_ms(name):
+        rows = t[(t["variant"] == name) & (t["shape"] == shape)]
+        if rows.empty:
+            raise RecordingError(f"{result.source}: no row of {name!r} at {shape}")
+        return float(rows["median_ms"].iloc[0])
+
+    instructions = {name: _ncu(evidence, name, "instructions") for name in (before, after)}
+    return {"instructions_before": instructions[before], "instructions_after": instructions[after],
+            "instruction_ratio": instructions[before] / instructions[after],
+            "speedup": median_ms(before) / median_ms(after),
+            "ncu_time_ratio": _ncu(evidence, before, "time_ns") / _ncu(evidence, after, "time_ns")}
+
+
+def wavefront_table(result: LessonResult | None = None) -> pd.DataFrame:
+    """Shared wavefronts per warp per k-step: the pair rule's count for each generated kernel the
+    lesson profiles, beside ncu's where the result has it (cuBLAS: ncu only)."""
+    rows = []
+    for case in (*NCU_CASES,):
+        tile = _generated_tile(case) if case != CUBLAS else None
+        if tile is None and case != CUBLAS:
+            continue
+        measured = np.nan
+        if result is not None and case in result.evidence.ncu:
+            measured = shared_wavefronts_per_warp_k_step(result.evidence, case)
+        rows.append({"kernel": case, "label": SHORT_NAMES.get(case, case),
+                     "lanes": "cuBLAS" if tile is None else lanes_label(tile),
+                     "model": shared_wavefronts_per_k_step(tile)["wavefronts"] if tile else np.nan,
+                     "ncu": measured})
+    return pd.DataFrame(rows).set_index("kernel")
+
+
+# --------------------------------------------------------------- the checklist, with evidence
 
 
 def _fmt(value, spec: str = ".0f", suffix: str = "") -> str:
-    return "not recorded" if value is None else f"{value:{spec}}{suffix}"
+    return f"{value:{spec}}{suffix}"
 
 
-def _observation(step: str, previous: str, evidence: dict) -> str:
+def _observation(step: str, previous: str, result: LessonResult) -> str:
     """What the previous step's counters, resources or SASS showed (recorded on the GPU)."""
-    loop, kernel = _loop(evidence, previous), evidence.get("kernels", {}).get(previous, {})
-    memory = loop.get("loop_memory", {})
-    share = _fmt(loop.get("loop_ffma_share"), ".0%")
+    evidence = result.evidence
+    kernel = evidence.kernel(previous)
+    summary = kernel.get("sass", {}).get("summary", {})
+    memory = summary.get("loop_memory", {})
+    share = _fmt(summary.get("loop_ffma_share", float("nan")), ".0%")
 
-    def ncu(short, spec=".1f", suffix=""):
+    def ncu_(short, spec=".1f", suffix=""):
         return _fmt(_ncu(evidence, previous, short), spec, suffix)
 
+    def fp32(case):
+        return _fmt(fp32_share_of_peak(evidence, case, float(result.meta["peak_fp32_gflops"])), ".0%")
+
     if step == "naive":
-        sectors, requests = _ncu(evidence, previous, "sectors"), _ncu(evidence, previous, "requests")
-        per = sectors / requests if sectors is not None and requests else None
-        return f"ncu: {_fmt(per, '.1f')} sectors per global load request (lanes 32 rows apart)"
+        per = sectors_per_request(evidence, previous)
+        return f"ncu: {per:.1f} sectors per global load request (lanes 32 rows apart)"
     if step == "shared_tiled":
-        requests, ffma = _ncu(evidence, previous, "requests"), _ncu(evidence, previous, "thread_ffma")
-        per = 32 * requests / ffma if requests and ffma else None
-        return (f"ncu: {_fmt(per, '.1f')} global loads per FMA; issue slots {ncu('issue_active', '.0f', '%')}"
-                f" busy, FMA pipe {ncu('fma_pipe', '.0f', '%')}: every element is re-read K times")
-    if step == "register_2d":
-        return (f"ncu: issue slots {ncu('issue_active', '.0f', '%')} busy but FMA pipe "
-                f"{ncu('fma_pipe', '.0f', '%')}: the SM issues other instructions, not FMAs; hot loop "
-                f"{share} FFMA")
+        per = 32 * _ncu(evidence, previous, "requests") / _ncu(evidence, previous, "thread_ffma")
+        return (f"ncu: {per:.1f} global loads per FMA; issue slots {ncu_('issue_active', '.0f', '%')} busy, "
+                f"FFMAs at {fp32(previous)} of the FP32 peak: every element is re-read K times")
     if step == "register_1d":
         loads = memory.get("LDS", 0) + memory.get("LDS.128", 0)
-        return (f"SASS hot loop: {loads} shared loads for {loop.get('loop_ffma', 0)} FFMA ({share} "
-                f"FFMA); ncu: {ncu('mio_throttle')} warps stalled on the shared-memory queue per issue")
+        return (f"SASS hot loop: {loads} shared loads for {summary.get('loop_ffma', 0)} FFMA ({share} "
+                f"FFMA); ncu: {ncu_('mio_throttle')} warps stalled on the shared-memory queue per issue")
+    if step == "register_2d":
+        return (f"ncu: issue slots {ncu_('issue_active', '.0f', '%')} busy but FFMAs at {fp32(previous)} of "
+                f"the FP32 peak: the SM issues other instructions, not FMAs; hot loop {share} FFMA")
     if step == "register_2d_uint64":
-        top = dict(loop.get("top", []))
-        return (f"SASS: {loop.get('instructions', 'n/a')} instructions, {top.get('SEL', 0)} SEL, "
+        top = dict(summary.get("top", []))
+        return (f"SASS: {summary.get('instructions', 'n/a')} instructions, {top.get('SEL', 0)} SEL, "
                 f"{top.get('BRA', 0)} BRA (negative-index wraparound); hot loop {share} FFMA")
     if step == "vector_loads":
-        return (f"SASS: {loop.get('memory', {}).get('LDG.E', 0)} 4-byte global loads per tile, no "
+        return (f"SASS: {summary.get('memory', {}).get('LDG.E', 0)} 4-byte global loads per tile, no "
                 f"LDG.E.128; {memory.get('LDS', 0)} scalar LDS in the hot loop")
     if step == "unrolled":
-        per_loop = loop.get("loop_ffma", 0) // 64  # 64 FMAs (8 x 8) per k-step
-        return (f"SASS: NVVM unrolled {per_loop} of the 8 k-steps: a loop of {loop.get('loop_instructions')} "
-                f"instructions, {share} FFMA")
+        per_loop = summary.get("loop_ffma", 0) // 64  # 64 FMAs (8 x 8) per k-step
+        return (f"SASS: NVVM unrolled {per_loop} of the 8 k-steps: a loop of "
+                f"{summary.get('loop_instructions')} instructions, {share} FFMA")
     if step == "conflict_free":
-        return (f"ncu: {ncu('conflicts_ld', ',.0f')} shared-load and {ncu('conflicts_st', ',.0f')} "
-                "shared-store bank conflicts")
+        return (f"ncu: {ncu_('conflicts_ld', ',.0f')} shared-load and {ncu_('conflicts_st', ',.0f')} "
+                f"shared-store bank conflicts, {shared_wavefronts_per_warp_k_step(evidence, previous):.0f} "
+                "wavefronts per warp per k-step")
     if step == "double_buffer":
         return (f"SASS: {memory.get('BAR.SYNC.DEFER_BLOCKING', 0)} barriers per tile, each after the "
                 "tile's loads: every warp waits for global memory, then again before the next load")
     if step == "register_cap":
-        return (f"resources: {kernel.get('registers', 'n/a')} registers per thread x 256 threads: one "
+        return (f"resources: {kernel['registers']} registers per thread x 256 threads: one "
                 "block per SM (65,536 registers), 8 warps to hide latency")
     if step == "big_tile":
         tile = steps.step(previous).tile
-        k_steps = loop.get("loop_ffma", 0) // (tile.tm * tile.tn) or None
-        per_step = _fmt(memory.get("LDS.128", 0) / k_steps if k_steps else None, ".0f")
-        return (f"SASS: each k-step {tile.tm * tile.tn} FFMA per {per_step} LDS.128, hot loop {share} "
-                f"FFMA; ncu: FMA pipe {ncu('fma_pipe', '.0f', '%')} with issue slots "
-                f"{ncu('issue_active', '.0f', '%')} busy: more FMAs per load and per loop, not more warps")
+        k_steps = summary.get("loop_ffma", 0) // (tile.tm * tile.tn)
+        per_step = memory.get("LDS.128", 0) / k_steps if k_steps else float("nan")
+        return (f"SASS: each k-step {tile.tm * tile.tn} FFMA per {per_step:.0f} LDS.128, hot loop {share} "
+                f"FFMA; ncu: FFMAs at {fp32(previous)} of the FP32 peak with issue slots "
+                f"{ncu_('issue_active', '.0f', '%')} busy: more FMAs per load and per loop, not more warps")
     return ""
 
 
-def _resources_note(step: str, evidence: dict) -> str:
+def _resources_note(step: str, result: LessonResult) -> str:
     """What the resource report and the SASS say of a step's own kernel (for the steps whose point
     is registers and occupancy): appended to the checklist's "what moved"."""
-    kernel = evidence.get("kernels", {}).get(step)
-    if step not in ("register_cap", "big_tile") or not kernel:
+    if step not in ("register_cap", "big_tile"):
         return ""
-    from ..occupancy import occupancy
-
+    kernel = result.evidence.kernel(step)
     tile = steps.step(step).tile
     occ = occupancy(tile.threads, kernel["registers"], kernel["shared_bytes"])
-    sass = kernel.get("sass", {})
-    return (f"; {kernel['registers']} registers, {sass.get('spill_ops', 'n/a')} spill ops, "
+    summary = kernel.get("sass", {}).get("summary", {})
+    return (f"; {kernel['registers']} registers, {summary.get('spill_ops', 'n/a')} spill ops, "
             f"{occ.blocks_per_sm} block(s) = {occ.warps_per_sm} warps/SM, hot loop "
-            f"{_fmt(sass.get('loop_ffma_share'), '.0%')} FFMA")
+            f"{_fmt(summary.get('loop_ffma_share', float('nan')), '.0%')} FFMA")
 
 
-def _loop(evidence: dict, step: str) -> dict:
-    return evidence.get("kernels", {}).get(step, {}).get("sass", {})
-
-
-def checklist(table: pd.DataFrame, evidence: dict) -> pd.DataFrame:
+def checklist(result: LessonResult, spin_check: ProbeData | None = None) -> pd.DataFrame:
     """The notes' checklist applied: per step, what the previous step showed (a counter, the
-    resource report or SASS, recorded on the GPU), the change, and what moved (same run)."""
-    t = with_shapes(table)
+    resource report or SASS, recorded on the GPU), the change, and what moved (same run); with the
+    retired spin-check probe (``results.read_probe("bench_spin_check")``), the timing harness last."""
+    t = with_shapes(result.table)
     rows, previous = [], None
     for step in steps.STEPS:
         shape = "4096^3" if "4096^3" in shapes_for(step.name) else "2048^3"
@@ -631,41 +1085,28 @@ def checklist(table: pd.DataFrame, evidence: dict) -> pd.DataFrame:
 
         def gflops(name, shape=shape):
             hit = t[(t["variant"] == name) & (t["shape"] == shape)]
-            return float(hit["gflops"].iloc[0]) if len(hit) else None
+            return float(hit["gflops"].iloc[0]) if len(hit) else float("nan")
 
         now = gflops(step.name)
-        before = gflops(previous.name) if previous is not None else None
-        moved = f"{_fmt(now, ',.0f')} GFLOP/s ({shape})"
+        moved = f"{now:,.0f} GFLOP/s ({shape})"
+        before = float("nan")
         if previous is not None:
-            moved = f"{_fmt(before, ',.0f')} -> " + moved + _resources_note(step.name, evidence)
-        seen = _observation(step.name, previous.name, evidence) if previous is not None else "baseline"
+            before = gflops(previous.name)
+            moved = f"{before:,.0f} -> " + moved + _resources_note(step.name, result)
+        seen = _observation(step.name, previous.name, result) if previous is not None else "baseline"
         rows.append({"step": step.name, "observation (previous step, on the GPU)": seen,
-                     "change": step.change, "what moved": moved,
-                     "speed-up": now / before if now and before else None})
+                     "change": step.change, "what moved": moved, "speed-up": now / before})
         previous = step
-    harness = _harness_row()
-    if harness is not None:
-        rows.append(harness)
+    if spin_check is not None:
+        rows.append(harness_row(spin_check))
     return pd.DataFrame(rows).set_index("step")
 
 
-def load_spin_check(gpu: str = "nvidia-h200") -> tuple[dict, dict]:
-    """The timing harness check (benchmarks/bench_spin_check.py): the spin before each timed launch,
-    old (nanosleep) and new (%globaltimer), and kernels timed with each; with its provenance."""
-    from ..results import data_root
-
-    folder = data_root() / gpu / "probes"
-    return (json.loads((folder / "bench_spin_check.json").read_text()),
-            json.loads((folder / "bench_spin_check.meta.json").read_text()))
-
-
-def _harness_row() -> dict | None:
+def harness_row(spin_check: ProbeData) -> dict:
     """The checklist's last row: the 2048^3 spread was the timing harness, not the kernels."""
-    try:
-        check, meta = load_spin_check()
-    except FileNotFoundError:
-        return None
-    ours, ref = check["timings_ms"]["gemm register_cap 2048"], check["timings_ms"]["cublas 2048"]
+    check, meta = spin_check.data, spin_check.meta
+    timings = check["timings_ms"]
+    ours, ref = timings["gemm register_cap 2048"], timings["cublas 2048"]
 
     def spread(t):  # [median, min, max] -> (max - min) / median
         return (t[2] - t[1]) / t[0]
@@ -677,7 +1118,7 @@ def _harness_row() -> dict | None:
             "observation (previous step, on the GPU)":
                 f"2048^3 medians of our kernels spread {spread(ours['old_spin']):.0%} run to run, "
                 f"cuBLAS's {spread(ref['old_spin']):.0%}; 20 launches back to back: "
-                f"{check['timings_ms']['gemm register_cap 2048']['back_to_back_ms']:.3f} ms each",
+                f"{ours['back_to_back_ms']:.3f} ms each",
             "change": "the spin before each timed launch waits on %globaltimer (nanosleep may sleep 0..2x "
                       "the request, and numba's launch then leaked into the events)",
             "what moved": f"register_cap at 2048^3: {span(ours['old_spin'])} -> {span(ours['new_spin'])} "
@@ -685,49 +1126,90 @@ def _harness_row() -> dict | None:
             "speed-up": ours["old_spin"][0] / ours["new_spin"][0]}
 
 
+def probe_fractions(probe: ProbeData, variants=None, shapes=None) -> pd.DataFrame:
+    """A retired GEMM probe's rows (``results.read_probe("gemm_probe")``): each variant's fraction of
+    cuBLAS in that run, variants by shape (the probe's names: warp_tile, launch_bounds, ...)."""
+    table = probe.data
+    if variants is not None:
+        table = table[table["variant"].isin(list(variants))]
+    if shapes is not None:
+        table = table[table["shape"].astype(str).isin([str(s) for s in shapes])]
+    return table.pivot_table(index="variant", columns="shape", values="of_cublas", sort=False)
+
+
+def errors_table(result: LessonResult) -> pd.DataFrame:
+    """The run's errors against float64 (facts.errors): the worst element's share of the FP32
+    bound, variants by shape."""
+    errors = pd.DataFrame(result.evidence.fact("errors"))
+    return errors.pivot_table(index="variant", columns="shape", values="worst_share_of_bound", sort=False)
+
+
+# -------------------------------------------------------------------------------- figures
+
+
+def figures(result: LessonResult, roof: dict) -> dict:
+    """Each step as a share of cuBLAS, the steps on the measured roof, the tile search as a heatmap,
+    and shared wavefronts per warp per k-step (the pair rule beside ncu)."""
+    table, provenance = result.table, result.provenance
+    progression_figure = gemm_plots.gemm_progression(progression(table), shapes=["2048^3", "4096^3"],
+                                                     provenance=provenance)
+    roofline_figure = charts.roofline(roof["bandwidth_gbps"], roof["peak_gflops"],
+                                      points=roofline_points(table), provenance=provenance,
+                                      title="GEMM steps on the measured roof (4096^3; slow steps 2048^3)")
+    search_figure = gemm_plots.search_heatmap(autotune_table(table, "of_cublas"), provenance=provenance)
+    wavefront_figure = gemm_plots.wavefronts(wavefront_table(result), provenance=provenance)
+    return {
+        "progression": with_alt(progression_figure, "Horizontal bars, one per step in teaching order: each "
+                                "step's GFLOP/s as a percentage of cuBLAS SGEMM at 2048^3 and 4096^3, from "
+                                "a few percent for the naive kernels to about 90% for the 8x16 micro-tile."),
+        "roofline": with_alt(roofline_figure, "Log-log roofline of the measured bandwidth and FP32 ceilings "
+                             "with one point per tiling step at its arithmetic intensity, and cuBLAS."),
+        "search": with_alt(search_figure, "Heatmap of the tile search: tile candidates as rows, matrix "
+                           "shapes as columns, each cell the tile's fraction of cuBLAS at that shape."),
+        "wavefronts": with_alt(wavefront_figure, "Bars of shared-memory wavefronts per warp per k-step for "
+                               "the generated kernels and cuBLAS: the pair rule's count beside Nsight "
+                               "Compute's measurement."),
+    }
+
+
 # -------------------------------------------------------------------------------- checks
 
-CHECK_SHAPES = [(37, 45, 13), (36, 44, 12), (33, 70, 1)]  # 4-byte path, 16-byte path, K = 1
+CHECK_SHAPES = [(37, 45, 13), (36, 44, 12), (33, 70, 1)]  # (M, N, K): 4-byte path, 16-byte path, K = 1
 VECTOR_SHAPE = (36, 44, 12)
 
 
-def _check_shapes(name: str) -> list:
-    """On a GPU each 16-byte kernel's 4-byte twin is a second big compile: check it there only
-    where measure() runs it (the simulator checks every path of every step)."""
-    from .. import SIMULATED
-
-    generated = name in TUNE or steps.step(name).tile is not None
-    if SIMULATED or not generated or AWKWARD in shapes_for(name):
+def check_shapes_for(name: str, simulated: bool) -> list[tuple[int, int, int]]:
+    """Where check() runs a kernel. The steps: every path on the simulator; on a GPU each 16-byte
+    kernel's 4-byte twin is a second big compile, so there only where a section runs it. The
+    search's candidates: the 16-byte path (their twins never run), in either mode."""
+    generated = _generated_tile(name) is not None
+    if name in TUNE:
+        return [VECTOR_SHAPE]
+    if simulated or not generated or AWKWARD in shapes_for(name):
         return CHECK_SHAPES
     return [VECTOR_SHAPE]
 
 
 def check(shapes=None, names=None) -> pd.DataFrame:
-    """Every step (and tile candidate) against a float64 reference on shapes that are no multiple
-    of any tile, K = 1 included; the error must stay within the FP32 bound K u |A||B|."""
+    """Every step and tile candidate against a float64 reference on shapes that are no multiple of
+    any tile, K = 1 included; the error must stay within the FP32 bound K u |A||B|. ``shapes``
+    (M, N, K) replaces ``check_shapes_for``; the search's candidates still run only where their
+    16-byte loads do (K and N multiples of 4: their 4-byte twins are never timed)."""
     rng = np.random.default_rng()
     rows = []
-    names = names or [s.name for s in steps.STEPS]
+    names = names or [*steps.BY_NAME, *TUNE]
     for m, n, k in shapes or CHECK_SHAPES:
         a = rng.standard_normal((m, k), dtype=np.float32)
         b = rng.standard_normal((k, n), dtype=np.float32)
         for name in names:
-            if shapes is None and (m, n, k) not in _check_shapes(name):
+            if shapes is None and (m, n, k) not in check_shapes_for(name, SIMULATED):
                 continue
-            if name in TUNE:
-                c = codegen.gemm_generated(a, b, TUNE[name])
-            else:
-                c = steps.matmul(a, b, name)
+            if name in TUNE and (k % 4 or n % 4):
+                continue
+            c = codegen.gemm_generated(a, b, TUNE[name]) if name in TUNE else steps.matmul(a, b, name)
             report = error_report(c, a, b)
             ok = report["finite"] and report["worst_share_of_bound"] <= 1.0
             rows.append(check_row(f"{name} {m}x{k} @ {k}x{n}", ok,
                                   f"relative error {report['relative_error']:.1e}, worst element "
                                   f"{report['worst_share_of_bound']:.3f} of the FP32 bound"))
     return pd.DataFrame(rows)
-
-
-def load(live: bool | None = None, gpu: str | None = None):
-    """This lesson's table: measured now on a GPU, else the reference recording (see common.load)."""
-    from . import common
-
-    return common.load(sys.modules[__name__], live=live, gpu=gpu)

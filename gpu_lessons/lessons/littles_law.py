@@ -1,12 +1,16 @@
 """Lesson 2: Little's Law. Bytes in flight = bandwidth x latency; FMAs in flight = rate x latency.
 
-The experiment: the latencies (a dependent pointer chase through DRAM, L2 and L1; a dependent FMA
-chain), then a copy swept over the three ways to put bytes in flight (resident warps per SM, loads
-per thread, bytes per load) with the bandwidth Little's Law predicts from the measured latency and
-ceiling; FMA chains per thread against resident warps, with the 4-scheduler model; the registers
-that unrolling costs, where occupancy drops and where spills start, and ``max_registers``; at 16
-warps/SM, a persistent warp queue that keeps loads in flight across chunks (``copy_queue``).
-Resources, SASS counts and the SM limits are kept in the recording (``recorded_facts``).
+The experiment (``SECTIONS``): the latencies (a dependent pointer chase through DRAM, L2 and L1; a
+dependent FMA chain), then a copy swept over the three ways to put bytes in flight (resident warps
+per SM, loads per thread, bytes per load); the registers that unrolling costs, where occupancy drops
+and where spills start, and ``max_registers``; a persistent grid-stride copy; at 16 warps/SM, a
+persistent warp queue that keeps loads in flight across chunks (``copy_queue``); CuPy's copy; FMA
+chains per thread against resident warps. Every launch shape's residency is asked of the occupancy
+calculator and of the driver (``facts.occupancy``); every kernel's registers, local memory and SASS
+are kept (``kernels.<variant>``); the SM limits too (``facts.sm_limits``). ``ncu_cases()``: the
+Nsight Compute view of the low-occupancy winners (resident and eligible warps, stall reasons).
+
+The analysis below is a set of pure functions of a ``LessonResult`` (live, or the recording).
 """
 
 from __future__ import annotations
@@ -16,11 +20,18 @@ import sys
 
 import numpy as np
 import pandas as pd
+from numba import cuda, typeof
 
+from .. import ncu
 from .. import occupancy as occ
+from ..device import device_info
 from ..kernels import littles_law as k
+from ..kernels.util import poison, queue_counters
+from ..plots import littles_law as plots
+from ..plots import with_alt
+from ..results import LessonResult, ProbeData, RecordingError, read_result
 from ..scoreboard import Comparison
-from .common import check_row, progress, timed_row
+from .runner import Run, Section, check_row, cupy_or_none
 
 NAME = "littles_law"
 TITLE = "Little's Law, latency hiding, ILP and occupancy"
@@ -56,11 +67,13 @@ CHASES = (
     ("L2", 2**24, 2**17, 4000),  # 16 MiB of lines: in the 60 MiB L2, far past the L1
     ("L1", 2**16, 2**8, 20000),  # 32 KiB of lines: in the L1
 )
+LEVELS = ("DRAM", "L2", "L1", "FMA")
 
 FLUSH_ELEMENTS = 2**27  # 512 MiB written between building the DRAM chain and timing it
 
 LOW_OCCUPANCY_WARPS = 16  # 25% of 64
 FMA_LOW_WARPS = 8  # 12.5%
+MEMORY_SASS = r"^(LDG|STG|LDL|STL)"  # the SASS lines a recording keeps of each kernel: its memory accesses
 
 
 def copy_variant(width: int, unroll: int, max_registers: int | None = None) -> str:
@@ -85,6 +98,7 @@ def parse_variant(variant: str) -> dict:
 
 COPY_VARIANTS = [copy_variant(w, u) for w in WIDTHS for u in UNROLLS]
 PRESSURE_VARIANTS = [copy_variant(16, u) for u in PRESSURE_UNROLLS]  # residency set by their registers
+CAPPED_VARIANTS = [copy_variant(16, u, cap) for u, cap in MAX_REGISTERS]
 PERSISTENT_VARIANTS = [f"copy_persistent w16 u{u}" for u in PERSISTENT_UNROLLS]
 QUEUE_VARIANTS = [queue_variant(*shape) for shape in QUEUE_SHAPES]
 FMA_VARIANTS = [f"fma c{c}" for c in FMA_CHAINS]
@@ -103,130 +117,101 @@ COMPARISONS = [
                metric="gbps", ours=PERSISTENT_VARIANTS, reference="cupy copy"),
 ]
 
-_FACTS: dict = {}  # what measure() learned beside timings: kept in the recording's meta
+
+# --------------------------------------------------------------------- occupancy: one helper
 
 
-def recorded_facts() -> dict:
-    """Kernel resources, SASS counts, occupancy (calculator and driver), SM limits: for the meta."""
-    return dict(_FACTS)
+def calculated_occupancy(block: int, registers: int, shared_bytes: int, limits: occ.SMLimits,
+                         opt_in: bool = False) -> occ.Occupancy:
+    """The occupancy calculator for one launch shape: the one place this lesson asks it.
+
+    ``shared_bytes``: static + dynamic per block. ``opt_in``: the kernel raised its dynamic shared
+    memory limit past a plain kernel's 48 KiB (``kernels.littles_law.allow_dynamic_shared``), as the
+    copies whose residency shared memory caps do; without it a block over 48 KiB does not launch.
+    """
+    return occ.occupancy(block, registers, shared_bytes, limits, opt_in=opt_in)
 
 
-# ---------------------------------------------------------------------------- GPU: resources
+def launch_shape(limits: occ.SMLimits, block: int, blocks_per_sm: int, registers: int,
+                 static_shared: int = 0, cap: bool = True) -> tuple[int, bool, occ.Occupancy]:
+    """How the lesson launches a kernel for a residency target: (dynamic shared bytes per block,
+    whether the kernel must opt in past 48 KiB, the calculator's answer).
 
-SASS_OPS = ("LDG.E.128", "LDG.E.64", "LDG.E", "STG.E.128", "STG.E.64", "STG.E", "LDL", "STL", "FFMA")
-
-
-def sass_counts(sass: str) -> dict:
-    """How many of each interesting instruction the SASS holds (LDG.E.128 is not an LDG.E)."""
-    counts = dict.fromkeys(SASS_OPS, 0)
-    for line in sass.splitlines():
-        match = re.search(r"\b(LDG|STG|LDL|STL|FFMA)(\.[A-Z0-9.]+)?\b", line)
-        if not match:
-            continue
-        op, suffix = match.group(1), match.group(2) or ""
-        if op in ("LDL", "STL", "FFMA"):
-            counts[op] += 1
-            continue
-        width = ".128" if ".128" in suffix else ".64" if ".64" in suffix else ""
-        counts[f"{op}.E{width}"] += 1
-    return counts
-
-
-def sass_excerpt(sass: str, pattern: str = r"LDG|STG|LDL|STL", most: int = 24) -> str:
-    lines = [line.strip() for line in sass.splitlines() if re.search(pattern, line)]
-    return "\n".join(lines[:most])
-
-
-def _resources(kernel, args, key: str, sass: bool) -> dict:
-    res = occ.kernel_resources(kernel, *args).as_dict()
-    if sass:
-        try:
-            text = kernel.inspect_sass(tuple(_typeof(a) for a in args))
-            res["sass"] = sass_counts(text)
-            _FACTS.setdefault("sass_excerpts", {})[key] = sass_excerpt(text)
-        except Exception as error:  # noqa: BLE001 - nvdisasm may be missing; resources still count
-            res["sass_error"] = f"{type(error).__name__}: {error}"
-    _FACTS.setdefault("kernels", {})[key] = res
-    return res
-
-
-def _typeof(value):
-    from numba import typeof
-
-    return typeof(value)
-
-
-def _residency(kernel, args, key, block, blocks_per_sm, limits, sass=False, cap=True):
-    """Launch shape for a residency target: (dynamic shared bytes, Occupancy), checked with the driver.
-
-    cap: limit residency to blocks_per_sm with dynamic shared memory (else the grid limits it)."""
-    res = _FACTS.get("kernels", {}).get(key) or _resources(kernel, args, key, sass)
+    cap: dynamic shared memory limits residency to ``blocks_per_sm`` (else the grid does, or the
+    registers); a target that fills the SM's threads needs none."""
     full = blocks_per_sm * block >= limits.max_threads_per_sm
     shared = 0 if full or not cap else occ.shared_to_limit(block, blocks_per_sm, limits)
-    opt_in = shared > limits.shared_per_block - res["shared_bytes_per_block"]
-    if opt_in:
-        k.allow_dynamic_shared(kernel, args, limits.shared_per_block_optin - res["shared_bytes_per_block"])
-    calc = occ.occupancy(block, res["registers_per_thread"], res["shared_bytes_per_block"] + shared, limits,
-                         opt_in=opt_in)
-    driver = occ.driver_blocks_per_sm(kernel, block, shared, signature=tuple(_typeof(a) for a in args))
-    _FACTS.setdefault("occupancy", []).append(
-        {"kernel": key, "block": block, "dynamic_shared": shared, "registers": res["registers_per_thread"],
-         "calculator": calc.blocks_per_sm, "driver": driver, "limiter": calc.limiter})
-    if driver != calc.blocks_per_sm:
-        print(f"occupancy: calculator {calc.blocks_per_sm} vs driver {driver} blocks/SM for {key}, "
-              f"block {block}, shared {shared}", file=sys.stderr)
-    return shared, calc
+    opt_in = static_shared + shared > limits.shared_per_block
+    return shared, opt_in, calculated_occupancy(block, registers, static_shared + shared, limits, opt_in)
 
 
 # ----------------------------------------------------------------------------- experiment
 
 
-def measure(show_progress: bool = True) -> pd.DataFrame:
-    """Latencies, the copy and FMA sweeps, register pressure; returns the tidy table (checked)."""
-    from numba import cuda
+def _limits(run: Run) -> occ.SMLimits:
+    """This GPU's SM limits, kept in the run's facts (the simulator's calculator reads them back)."""
+    def read():
+        limits = occ.sm_limits()
+        run.facts["sm_limits"] = limits.as_dict()
+        return limits
 
-    from ..device import device_info
-    from ..results import make_table
-
-    _FACTS.clear()
-    limits = occ.sm_limits()
-    _FACTS["sm_limits"] = limits.as_dict()
-    sms = device_info().sms
-    rng = np.random.default_rng(2026)
-    rows: list[dict] = []
-    steps = ["latency", "copies", "pressure", "persistent", "queue", "cupy", "fma"]
-    x_host = rng.standard_normal(COPY_ELEMENTS, dtype=np.float32)
-    x = cuda.to_device(x_host)
-    out = cuda.device_array_like(x)
-    for step in progress(steps, NAME) if show_progress else steps:
-        if step == "latency":
-            rows += _latency_rows()
-        elif step == "copies":
-            rows += _copy_rows(x, out, limits)
-        elif step == "pressure":
-            rows += _pressure_rows(x, out, limits)
-        elif step == "persistent":
-            rows += _persistent_rows(x, out, limits, sms)
-        elif step == "queue":
-            rows += _queue_rows(x, out, limits, sms)
-        elif step == "cupy":
-            rows += _cupy_rows(x)
-        else:
-            rows += _fma_rows(limits, sms)
-    compared = _FACTS.get("occupancy", [])
-    _FACTS["occupancy_disagreements"] = sum(r["calculator"] != r["driver"] for r in compared)
-    return make_table(rows)
+    return run.shared("sm_limits", read)
 
 
-def _latency_rows() -> list[dict]:
-    from numba import cuda
+def _signature(args: tuple) -> tuple:
+    return tuple(typeof(a) for a in args)
 
-    from ..kernels.util import poison
 
-    rows = []
+def _residency(run: Run, name: str, kernel, args: tuple, block: int, blocks_per_sm: int,
+               cap: bool = True) -> tuple[int, occ.Occupancy]:
+    """Launch shape for a residency target (dynamic shared bytes, the calculator's Occupancy),
+    checked with the driver; the kernel's resources and SASS are recorded once, as ``name``."""
+    limits = _limits(run)
+    resources = run.kernels.get(name) or run.kernel(name, kernel, args, MEMORY_SASS)
+    shared, opt_in, calc = launch_shape(limits, block, blocks_per_sm, resources["registers"],
+                                        resources["shared_bytes"], cap)
+    if opt_in:
+        k.allow_dynamic_shared(kernel, args, limits.shared_per_block_optin - resources["shared_bytes"])
+    driver = occ.driver_blocks_per_sm(kernel, block, shared, signature=_signature(args))
+    run.facts.setdefault("occupancy", []).append(
+        {"kernel": name, "block": block, "dynamic_shared": shared, "registers": resources["registers"],
+         "calculator": calc.blocks_per_sm, "driver": driver, "limiter": calc.limiter})
+    disagrees = driver != calc.blocks_per_sm
+    run.facts["occupancy_disagreements"] = run.facts.get("occupancy_disagreements", 0) + int(disagrees)
+    if disagrees:
+        print(f"occupancy: calculator {calc.blocks_per_sm} vs driver {driver} blocks/SM for {name}, "
+              f"block {block}, shared {shared}", file=sys.stderr)
+    return shared, calc
+
+
+def _copy_buffers(run: Run):
+    """1 GiB of random floats and an output of the same size, shared by every copy section."""
+    x = cuda.to_device(run.rng.standard_normal(COPY_ELEMENTS, dtype=np.float32))
+    return x, cuda.device_array_like(x)
+
+
+def _check_copy(x, out, what: str) -> None:
+    cp = cupy_or_none()
+    if cp is not None:
+        equal = bool(cp.array_equal(cp.asarray(out), cp.asarray(x)))
+    else:
+        equal = np.array_equal(out.copy_to_host(), x.copy_to_host())
+    if not equal:
+        raise AssertionError(f"{what} did not copy its input exactly")
+
+
+def _time_copy(run: Run, variant: str, launch, x, out, warps_per_sm: float) -> None:
+    """Poison the output, time the copy (param: resident warps per SM), check every element."""
+    poison(out)
+    run.time(variant, launch, size=COPY_ELEMENTS, param=warps_per_sm, bytes_moved=8 * COPY_ELEMENTS, flops=0)
+    _check_copy(x, out, f"{variant} at {warps_per_sm:g} warps/SM")
+
+
+def _latency(run: Run) -> None:
+    """Pointer chases through DRAM, L2 and L1, and one dependent FMA chain: S and 2S steps each."""
     flush = cuda.device_array(FLUSH_ELEMENTS, np.float32)
-    for level, elements, nodes, steps in CHASES:
-        chain, start = k.build_chain(elements, nodes, seed=len(rows), device=True)
+    for seed, (level, elements, nodes, steps) in enumerate(CHASES):
+        chain, start = k.build_chain(elements, nodes, seed=seed, device=True)
         state = k.chase_state(start)
         if level == "DRAM":  # the scatter that wrote the chain left its lines in the L2: evict them
             poison(flush)
@@ -236,51 +221,32 @@ def _latency_rows() -> list[dict]:
             def launch(_, c=count, chain=chain, state=state):
                 k.chase_launch(chain, state, c)
 
-            rows.append(timed_row(NAME, f"chase {level}", launch,
-                                  size=count, param=nodes * k.LINE_BYTES, bytes_moved=0, flops=0))
+            run.time(f"chase {level}", launch, size=count, param=nodes * k.LINE_BYTES, bytes_moved=0, flops=0)
         cuda.synchronize()
+        ended = int(state.copy_to_host()[0])
+        if ended not in set(k.chain_nodes(elements, nodes, seed=seed).tolist()):
+            raise AssertionError(f"chase {level} ended at {ended}, which is not a node of its chain")
         if level == "L1":
-            _resources(k.pointer_chase, (chain, state, np.int64(1)), "pointer_chase", sass=True)
+            run.kernel("pointer_chase", k.pointer_chase, (chain, state, np.int64(1)), MEMORY_SASS)
         del chain
     del flush
     out = cuda.device_array(32, np.float32)
     for trips in (FMA_LATENCY_TRIPS, 2 * FMA_LATENCY_TRIPS):
-        rows.append(timed_row(NAME, "chase FMA", lambda _, t=trips: k.fma_chains_launch(1, out, 1, 32, t),
-                              size=trips * k.FMA_UNROLL, param=np.nan, bytes_moved=0, flops=0))
-    return rows
+        run.time("chase FMA", lambda _, t=trips: k.fma_chains_launch(1, out, 1, 32, t),
+                 size=trips * k.FMA_UNROLL, bytes_moved=0, flops=0)
 
 
-def _check_copy(x, out, what: str) -> None:
-    try:
-        import cupy as cp
-
-        equal = bool(cp.array_equal(cp.asarray(out), cp.asarray(x)))
-    except ImportError:
-        equal = np.array_equal(out.copy_to_host(), x.copy_to_host())
-    if not equal:
-        raise AssertionError(f"{what} did not copy its input exactly")
-
-
-def _copy_row(variant, launch, x, out, param):
-    from ..kernels.util import poison
-
-    poison(out)
-    row = timed_row(NAME, variant, launch, size=COPY_ELEMENTS, param=param, bytes_moved=8 * COPY_ELEMENTS,
-                    flops=0)
-    _check_copy(x, out, variant)
-    return row
-
-
-def _copy_rows(x, out, limits) -> list[dict]:
-    rows, seen = [], set()
+def _copies(run: Run) -> None:
+    """Copies of 4-, 8- and 16-byte accesses, 1-8 loads per thread, at 2 to 64 resident warps per SM."""
+    x, out = run.shared("copy", lambda: _copy_buffers(run))
     for width in WIDTHS:
         xs, outs = (x, out) if width != 8 else (x.view(np.float64), out.view(np.float64))
         vector = width == 16
+        seen = set()
         for unroll in UNROLLS:
             kernel, variant = k.copy_ilp(unroll, vector), copy_variant(width, unroll)
             for block, per_sm in RESIDENCY:
-                shared, calc = _residency(kernel, (xs, outs), variant, block, per_sm, limits,
-                                          sass=(block, per_sm) == RESIDENCY[0])
+                shared, calc = _residency(run, variant, kernel, (xs, outs), block, per_sm)
                 if (variant, calc.warps_per_sm) in seen:
                     continue  # registers capped two targets at the same residency
                 seen.add((variant, calc.warps_per_sm))
@@ -288,87 +254,82 @@ def _copy_rows(x, out, limits) -> list[dict]:
                 def launch(_, u=unroll, v=vector, b=block, s=shared, xs=xs, outs=outs):
                     k.copy_ilp_launch(u, v, xs, outs, b, s)
 
-                rows.append(_copy_row(variant, launch, xs, outs, calc.warps_per_sm))
-    return rows
+                _time_copy(run, variant, launch, xs, outs, calc.warps_per_sm)
 
 
-def _pressure_rows(x, out, limits) -> list[dict]:
-    rows = []
-    shapes = [(u, None) for u in PRESSURE_UNROLLS] + list(MAX_REGISTERS)
-    for unroll, cap in shapes:
+def _pressure(run: Run) -> None:
+    """16-byte copies unrolled 12-64 (their registers set the residency), and capped with max_registers."""
+    x, out = run.shared("copy", lambda: _copy_buffers(run))
+    for unroll, cap in [(u, None) for u in PRESSURE_UNROLLS] + list(MAX_REGISTERS):
         kernel, variant = k.copy_ilp(unroll, True, cap), copy_variant(16, unroll, cap)
-        _shared, calc = _residency(kernel, (x, out), variant, k.COPY_BLOCK, 8, limits, sass=True)
-        rows.append(_copy_row(variant, lambda _, u=unroll, c=cap: k.copy_ilp_launch(u, True, x, out,
-                                                                                   max_registers=c),
-                              x, out, calc.warps_per_sm))
-    return rows
+        _shared, calc = _residency(run, variant, kernel, (x, out), k.COPY_BLOCK, 8)
+        def launch(_, u=unroll, c=cap):
+            k.copy_ilp_launch(u, True, x, out, max_registers=c)
+
+        _time_copy(run, variant, launch, x, out, calc.warps_per_sm)
 
 
-def _persistent_rows(x, out, limits, sms) -> list[dict]:
-    rows = []
+def _persistent(run: Run) -> None:
+    """A grid-stride float4 copy on 1, 2, 4 and 8 blocks of 256 per SM (the grid sets the residency)."""
+    x, out = run.shared("copy", lambda: _copy_buffers(run))
+    sms = device_info().sms
     for unroll in PERSISTENT_UNROLLS:
         kernel, variant = k.copy_persistent(unroll), f"copy_persistent w16 u{unroll}"
         for per_sm in PERSISTENT_BLOCKS_PER_SM:
-            _shared, calc = _residency(kernel, (x, out), variant, k.COPY_BLOCK, per_sm, limits,
-                                       sass=per_sm == 1, cap=False)
+            _shared, calc = _residency(run, variant, kernel, (x, out), k.COPY_BLOCK, per_sm, cap=False)
             warps = min(calc.warps_per_sm, per_sm * k.COPY_BLOCK // 32)  # the grid is the limit here
-            rows.append(_copy_row(variant, lambda _, u=unroll, b=per_sm * sms: k.copy_persistent_launch(
-                u, x, out, b), x, out, warps))
-    return rows
+            def launch(_, u=unroll, b=per_sm * sms):
+                k.copy_persistent_launch(u, x, out, b)
+
+            _time_copy(run, variant, launch, x, out, warps)
 
 
-def _queue_rows(x, out, limits, sms) -> list[dict]:
+def _queue(run: Run) -> None:
     """The pipelined warp queue, 2 blocks of 256 per SM (16 warps/SM unless registers allow fewer)."""
-    from ..kernels.util import queue_counters
-
-    rows = []
+    x, out = run.shared("copy", lambda: _copy_buffers(run))
+    sms = device_info().sms
     for unroll, per_claim, cap in QUEUE_SHAPES:
         kernel, variant = k.copy_queue(unroll, per_claim, cap), queue_variant(unroll, per_claim, cap)
-        shared, calc = _residency(kernel, (x, out, queue_counters(np.uint64)), variant, QUEUE_BLOCK,
-                                  QUEUE_BLOCKS_PER_SM, limits, sass=True)
+        shared, calc = _residency(run, variant, kernel, (x, out, queue_counters(np.uint64)), QUEUE_BLOCK,
+                                  QUEUE_BLOCKS_PER_SM)
 
         def launch(_, u=unroll, r=per_claim, c=cap, s=shared):
             k.copy_queue_launch(u, x, out, QUEUE_BLOCKS_PER_SM * sms, QUEUE_BLOCK, s, r, c)
 
-        rows.append(_copy_row(variant, launch, x, out, calc.warps_per_sm))
-    return rows
+        _time_copy(run, variant, launch, x, out, calc.warps_per_sm)
 
 
-def _cupy_rows(x) -> list[dict]:
-    try:
-        import cupy as cp
-    except ImportError:
-        return []
+def _cupy_copy(run: Run) -> None:
+    """cupy.copyto on the same 1 GiB: what a user would pick instead (no CuPy: no row)."""
+    cp = cupy_or_none()
+    if cp is None:
+        return
+    x, _out = run.shared("copy", lambda: _copy_buffers(run))
     src = cp.asarray(x)
     dst = cp.full_like(src, cp.nan)
-    row = timed_row(NAME, "cupy copy", lambda _: cp.copyto(dst, src), provider="cupy", size=COPY_ELEMENTS,
-                    bytes_moved=8 * COPY_ELEMENTS, flops=0)
+    run.time("cupy copy", lambda _: cp.copyto(dst, src), provider="cupy", size=COPY_ELEMENTS,
+             bytes_moved=8 * COPY_ELEMENTS, flops=0)
     if not bool(cp.array_equal(dst, src)):
         raise AssertionError("CuPy copy mismatch")
-    return [row]
 
 
-def _fma_rows(limits, sms) -> list[dict]:
-    from numba import cuda
-
-    from ..kernels.util import poison
-
-    rows = []
+def _fma(run: Run) -> None:
+    """FMA chains per thread (1-12) x resident warps per SM (1-32), one block per SM."""
+    sms = device_info().sms
     for chains in FMA_CHAINS:
         kernel, variant = k.fma_chains(chains), f"fma c{chains}"
         for warps in FMA_WARPS:
             threads = 32 * warps
             out = cuda.device_array(sms * threads, np.float32)
-            poison(out)
             args = (out, np.int64(1), k.FMA_A, k.FMA_B)
-            _shared, calc = _residency(kernel, args, variant, threads, 1, limits,
-                                       sass=warps == FMA_WARPS[0], cap=False)
+            _residency(run, variant, kernel, args, threads, 1, cap=False)
             trips = FMA_TRIPS * (4 if warps < 8 else 1)
+            poison(out)
             def launch(_, c=chains, t=threads, n=trips, out=out):
                 k.fma_chains_launch(c, out, sms, t, n)
 
-            rows.append(timed_row(NAME, variant, launch, size=sms * threads, param=warps,
-                bytes_moved=0, flops=k.fma_chains_flops(chains, sms, threads, trips)))
+            run.time(variant, launch, size=sms * threads, param=warps, bytes_moved=0,
+                     flops=k.fma_chains_flops(chains, sms, threads, trips))
             if np.isnan(out.copy_to_host()).any():
                 raise AssertionError(f"{variant} at {warps} warps left outputs unwritten")
             # The arithmetic, on a short run (the reference is NumPy, step by step)
@@ -377,7 +338,99 @@ def _fma_rows(limits, sms) -> list[dict]:
             sample = np.arange(0, out.size, max(1, out.size // 7))
             if not np.array_equal(out.copy_to_host()[sample], k.fma_chains_reference(sample, chains, 1)):
                 raise AssertionError(f"{variant} at {warps} warps differs from the float32 FMA reference")
-    return rows
+
+
+SECTIONS = (
+    Section("latency", _latency),
+    Section("copies", _copies),
+    Section("register pressure", _pressure),
+    Section("persistent copies", _persistent),
+    Section("warp queue", _queue),
+    Section("cupy copy", _cupy_copy),
+    Section("fma chains", _fma),
+)
+
+
+# ------------------------------------------------------------------------ Nsight Compute
+
+NCU_METRICS = (
+    "launch__registers_per_thread", "launch__shared_mem_per_block_dynamic", "launch__block_size",
+    "launch__grid_size", "launch__occupancy_limit_registers", "launch__occupancy_limit_shared_mem",
+    "launch__occupancy_limit_warps", "launch__occupancy_limit_blocks",
+    "sm__maximum_warps_per_active_cycle_pct", "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "sm__warps_active.avg.per_cycle_active", "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    "dram__bytes.sum.per_second", "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+    "smsp__inst_executed_pipe_fma.sum", "gpu__time_duration.sum",
+    # why one FMA chain per thread stalls (warp state per issued instruction), and which FMA pipe ran it
+    "smsp__issue_active.avg.pct_of_peak_sustained_active",
+    "smsp__inst_executed_pipe_fmaheavy.sum", "smsp__inst_executed_pipe_fmalite.sum",
+    "smsp__average_warps_issue_stalled_wait_per_issue_active.ratio",
+    "smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio",
+    "smsp__average_warps_issue_stalled_dispatch_stall_per_issue_active.ratio",
+    "smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio",
+    "smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio",
+    "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",
+    "smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio",
+    # resident and eligible warps per scheduler, measured (the recording of bce5c2d derives eligible)
+    "smsp__warps_active.avg.per_cycle_active", "smsp__warps_eligible.avg.per_cycle_active",
+)
+NCU_ELEMENTS = 2**26  # 256 MiB per buffer: 4x the L2, and quick for ncu to save and restore per replay
+NCU_COPIES = (("copy w16 u4", 256, 2), ("copy w16 u24", 256, 8))  # (variant, block, blocks per SM)
+NCU_FMAS = ((8, 8), (1, 8), (1, 32), (2, 32))  # (chains, warps per SM)
+
+
+def ncu_case_name(variant: str, block: int, blocks_per_sm: int) -> str:
+    return f"{variant}, block {block}, {blocks_per_sm} blocks/SM"
+
+
+def fma_case_name(chains: int, warps: int) -> str:
+    return f"fma c{chains}, {warps} warps/SM"
+
+
+def ncu_cases(elements: int = NCU_ELEMENTS, trips: int = FMA_TRIPS, sms: int | None = None) -> list[ncu.Case]:
+    """The low-occupancy winners, one launch each, on the lesson's launch shapes: the 16-byte copy at
+    16 warps/SM by shared memory (u4) and by registers (u24); FMA chains on one block per SM.
+
+    Buffers are made on the first launch (making the cases costs nothing) by copies from the host,
+    which ncu does not profile; outputs start as NaN and each case checks its result afterwards.
+    The defaults are the recording's; smaller ones run the same cases on the simulator."""
+    sms = sms or device_info().sms
+    limits = occ.sm_limits()
+    made: dict = {}
+
+    def copy_buffers():
+        if "x" not in made:
+            x_host = np.random.default_rng(0).standard_normal(elements, dtype=np.float32)
+            made["x_host"], made["x"] = x_host, cuda.to_device(x_host)
+            made["out"] = cuda.to_device(np.full(elements, np.nan, np.float32))
+        return made["x"], made["out"]
+
+    cases = []
+    for variant, block, per_sm in NCU_COPIES:
+        unroll = parse_variant(variant)["unroll"]
+        kernel = k.copy_ilp(unroll, True)
+
+        def launch(kernel=kernel, unroll=unroll, block=block, per_sm=per_sm):
+            x, out = copy_buffers()
+            out.copy_to_device(np.full(elements, np.nan, np.float32))
+            shared, opt_in, _ = launch_shape(limits, block, per_sm, 0)
+            if opt_in:
+                k.allow_dynamic_shared(kernel, (x, out), limits.shared_per_block_optin)
+            k.copy_ilp_launch(unroll, True, x, out, block, shared)
+
+        cases.append(ncu.Case(ncu_case_name(variant, block, per_sm), kernel.__name__, launch,
+                              check=lambda: np.array_equal(made["out"].copy_to_host(), made["x_host"])))
+    for chains, warps in NCU_FMAS:
+        threads, blocks = 32 * min(warps, 32), sms * max(1, warps // 32)
+        result = {}
+
+        def launch(chains=chains, threads=threads, blocks=blocks, result=result):
+            result["out"] = cuda.to_device(np.full(blocks * threads, np.nan, np.float32))
+            k.fma_chains_launch(chains, result["out"], blocks, threads, trips)
+
+        cases.append(ncu.Case(fma_case_name(chains, warps), k.fma_chains(chains).__name__, launch,
+                              check=lambda result=result: not np.isnan(result["out"].copy_to_host()).any()))
+    return cases
 
 
 # ------------------------------------------------------------------------------- analysis
@@ -388,11 +441,18 @@ def sm_clock_mhz(meta: dict) -> float:
     return float(meta.get("sm_clock_now_mhz") or meta["sm_clock_mhz"])
 
 
-def latencies(table: pd.DataFrame, meta: dict) -> pd.DataFrame:
-    """Latency per level: the time of 2S steps minus the time of S steps, over S (no launch cost)."""
-    rows = []
-    mhz = sm_clock_mhz(meta)
-    for level in ("DRAM", "L2", "L1", "FMA"):
+def sm_limits(result: LessonResult) -> occ.SMLimits:
+    """The SM limits of the GPU the result was measured on (``facts.sm_limits``)."""
+    return occ.SMLimits.from_dict(result.evidence.fact("sm_limits"),
+                                  source=f"{result.meta.get('gpu', 'the GPU')} ({result.evidence.origin})")
+
+
+def latencies(result: LessonResult) -> pd.DataFrame:
+    """Latency per level: the time of 2S steps minus the time of S steps, over S (no launch cost);
+    in ns and in cycles of the SM clock of the run."""
+    table, rows = result.table, []
+    mhz = sm_clock_mhz(result.meta)
+    for level in LEVELS:
         chase = table[table["variant"] == f"chase {level}"].sort_values("size")
         if len(chase) < 2:
             continue
@@ -400,23 +460,44 @@ def latencies(table: pd.DataFrame, meta: dict) -> pd.DataFrame:
         ns = (long["median_ms"] - short["median_ms"]) * 1e6 / (long["size"] - short["size"])
         rows.append({"level": level, "latency_ns": ns, "latency_cycles": ns * mhz / 1e3,
                      "footprint": short["param"], "steps": int(long["size"] - short["size"])})
+    if not rows:
+        raise RecordingError(f"{result.source}: no pointer chase rows (variants 'chase DRAM' ...)")
     return pd.DataFrame(rows)
 
 
-def copy_ceiling(table: pd.DataFrame) -> float:
+def latency(result: LessonResult, level: str, unit: str = "ns") -> float:
+    """One level's latency (DRAM, L2, L1, FMA) in ns or cycles; a missing level names the recording."""
+    levels = latencies(result).set_index("level")
+    if level not in levels.index:
+        raise RecordingError(f"{result.source}: no 'chase {level}' rows (levels: {', '.join(levels.index)})")
+    return float(levels.loc[level, "latency_ns" if unit == "ns" else "latency_cycles"])
+
+
+def copy_ceiling(result: LessonResult) -> float:
     """The measured bandwidth ceiling: the best copy of this run, ours or CuPy's."""
+    table = result.table
     copies = table[table["variant"].str.startswith(("copy", "cupy copy"))]
+    if copies.empty:
+        raise RecordingError(f"{result.source}: no copy rows")
     return float(copies["gbps"].max())
 
 
-def memory_points(table: pd.DataFrame, meta: dict) -> pd.DataFrame:
+def cupy_copy_gbps(result: LessonResult) -> float:
+    rows = result.table.loc[result.table["variant"] == "cupy copy", "gbps"]
+    if rows.empty:
+        raise RecordingError(f"{result.source}: no 'cupy copy' row (a run without CuPy)")
+    return float(rows.iloc[0])
+
+
+def memory_points(result: LessonResult) -> pd.DataFrame:
     """Every one-shot copy as a point: bytes in flight per SM, measured GB/s, Little's Law's GB/s.
 
     error = measured / predicted - 1; implied_latency_ns = the latency at which Little's Law would
-    give the measured bandwidth (it grows as the memory system fills: queues).
-    """
-    lat = latencies(table, meta).set_index("level")["latency_ns"]["DRAM"]
-    ceiling, sms = copy_ceiling(table), int(meta["sms"])
+    give the measured bandwidth (it grows as the memory system fills: queues). attrs: latency_ns (the
+    DRAM chase), ceiling_gbps, sms, light_load_latency_ns (the median implied latency of the copies
+    far below the knee)."""
+    table = result.table
+    lat, ceiling, sms = latency(result, "DRAM"), copy_ceiling(result), int(result.meta["sms"])
     rows = []
     for _, row in table[table["variant"].str.startswith("copy ")].iterrows():
         f = parse_variant(row["variant"])
@@ -424,6 +505,8 @@ def memory_points(table: pd.DataFrame, meta: dict) -> pd.DataFrame:
         rows.append({"variant": row["variant"], "width": f["width"], "unroll": f["unroll"],
                      "max_registers": f.get("max_registers"), "warps_per_sm": row["param"],
                      "bytes_in_flight_per_sm": inflight, "gbps": row["gbps"]})
+    if not rows:
+        raise RecordingError(f"{result.source}: no one-shot copy rows ('copy w4 u1' ...)")
     points = pd.DataFrame(rows)
     points["predicted_gbps"] = k.littles_law_gbps(points["bytes_in_flight_per_sm"], lat, sms, ceiling)
     points["error"] = points["gbps"] / points["predicted_gbps"] - 1
@@ -434,9 +517,9 @@ def memory_points(table: pd.DataFrame, meta: dict) -> pd.DataFrame:
     return points.sort_values("bytes_in_flight_per_sm").reset_index(drop=True)
 
 
-def sweep_points(table: pd.DataFrame, meta: dict) -> pd.DataFrame:
+def sweep_points(result: LessonResult) -> pd.DataFrame:
     """memory_points of the main sweep: unroll 1-8, no register cap (the Little's Law chart)."""
-    points = memory_points(table, meta)
+    points = memory_points(result)
     keep = points["max_registers"].isna() & points["unroll"].isin(UNROLLS)
     sweep = points[keep].reset_index(drop=True)
     sweep.attrs.update(points.attrs)
@@ -446,11 +529,12 @@ def sweep_points(table: pd.DataFrame, meta: dict) -> pd.DataFrame:
 COPY_KINDS = {"copy": "one-shot", "copy_persistent": "grid-stride", "copy_queue": "warp queue"}
 
 
-def low_occupancy_copies(table: pd.DataFrame, warps: int = LOW_OCCUPANCY_WARPS) -> pd.DataFrame:
+def low_occupancy_copies(result: LessonResult, warps: int = LOW_OCCUPANCY_WARPS) -> pd.DataFrame:
     """Every 16-byte copy of the run at <= ``warps`` resident warps per SM against CuPy's copy of
     the same run, best first: kind (one-shot, grid-stride, warp queue), unroll, chunks per claim,
     register cap, warps per SM, GB/s, of_copyto and whether it reaches TARGET_OF_COPYTO.
     Empty when the table has no CuPy copy (a run without CuPy)."""
+    table = result.table
     columns = ["variant", "kind", "unroll", "chunks_per_claim", "max_registers", "warps_per_sm", "gbps",
                "of_copyto", "meets_target"]
     cupy = table.loc[table["variant"] == "cupy copy", "gbps"]
@@ -472,26 +556,10 @@ def low_occupancy_copies(table: pd.DataFrame, warps: int = LOW_OCCUPANCY_WARPS) 
     return frame[columns].sort_values("of_copyto", ascending=False).reset_index(drop=True)
 
 
-def best_low_occupancy(table: pd.DataFrame, warps: int = LOW_OCCUPANCY_WARPS) -> pd.DataFrame:
+def best_low_occupancy(result: LessonResult, warps: int = LOW_OCCUPANCY_WARPS) -> pd.DataFrame:
     """The best copy of each kind at <= ``warps`` warps per SM (rows of low_occupancy_copies)."""
-    copies = low_occupancy_copies(table, warps)
+    copies = low_occupancy_copies(result, warps)
     return copies.groupby("kind", sort=False).head(1).reset_index(drop=True)
-
-
-PROBE_FILE = "probes/littles_law_copy_probe.csv"  # data/<gpu>/: benchmarks/littles_law_copy_probe.py
-
-
-def recorded_copy_probe(gpu: str | None = None) -> tuple[pd.DataFrame, dict]:
-    """The copy probe of issue 7 (table, meta): one-shot and warp-queue copies at 16 warps/SM."""
-    import json
-
-    from .. import results
-
-    path = results.data_root() / (gpu or results.DEFAULT_GPU) / PROBE_FILE
-    meta_path = path.with_suffix(".meta.json")
-    if not path.exists() or not meta_path.exists():
-        raise results.MissingRecordingError(f"{results.shown_path(path)}: no copy probe recorded")
-    return pd.read_csv(path), json.loads(meta_path.read_text())
 
 
 def claim_costs(rows: pd.DataFrame, ceiling_gbps: float, fit: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -523,111 +591,317 @@ def claim_costs(rows: pd.DataFrame, ceiling_gbps: float, fit: pd.DataFrame | Non
     return rows.reset_index(drop=True)
 
 
-def fma_points(table: pd.DataFrame, meta: dict) -> pd.DataFrame:
-    """FMA chains x resident warps: share of the theoretical peak, and the 4-scheduler model's."""
-    latency = latencies(table, meta).set_index("level")["latency_cycles"]["FMA"]
-    peak = float(meta["peak_fp32_gflops"]) * sm_clock_mhz(meta) / float(meta["sm_clock_mhz"])
+COPY_PROBE = "littles_law_copy_probe"  # data/<gpu>/probes/: the retired benchmarks/littles_law_copy_probe.py
+
+
+def probe_queue_rows(probe: ProbeData) -> pd.DataFrame:
+    """The copy probe's warp-queue copies at 16 warps/SM in blocks of 256 (one claim per chunk)."""
+    data = probe.data
+    queues = data["variant"].str.startswith("queue")
+    asked = data[queues & (data["block"] == 256) & (data["warps_per_sm"] == 16)]
+    if asked.empty:
+        raise RecordingError(f"{probe.source}: no warp-queue rows at 16 warps/SM in blocks of 256")
+    return asked.reset_index(drop=True)
+
+
+def probe_copyto_gbps(probe: ProbeData) -> float:
+    """The probe's cupy.copyto (the mean of its runs at the start and the end)."""
+    copyto = probe.data.loc[probe.data["variant"].str.startswith("cupy"), "gbps"]
+    if copyto.empty:
+        raise RecordingError(f"{probe.source}: no cupy rows")
+    return float(copyto.mean())
+
+
+def probe_claim_costs(probe: ProbeData) -> pd.DataFrame:
+    """The probe's warp-queue copies held to the claim model, fitted on the queues of < 16 float4
+    per lane (results.read_probe(COPY_PROBE)); capped by the probe's cupy.copyto."""
+    asked = probe_queue_rows(probe)
+    return claim_costs(asked, probe_copyto_gbps(probe), fit=asked[asked["unroll"] < 16])
+
+
+def queue_claim_costs(result: LessonResult, probe: ProbeData) -> pd.DataFrame:
+    """The lesson's warp-queue rows held to the claim model the probe fitted (capped by this run's
+    cupy.copyto): does a model fitted on one run predict another?"""
+    copies = low_occupancy_copies(result)
+    queue = copies[copies["kind"] == "warp queue"]
+    if queue.empty:
+        raise RecordingError(f"{result.source}: no warp-queue rows beside a cupy copy")
+    asked = probe_queue_rows(probe)
+    return claim_costs(queue, cupy_copy_gbps(result), fit=asked[asked["unroll"] < 16])
+
+
+def fma_points(result: LessonResult) -> pd.DataFrame:
+    """FMA chains x resident warps: share of the theoretical peak, and the 4-scheduler model's
+    (Little's Law per scheduler: latency x 1 FMA per cycle in flight), at the run's SM clock."""
+    table, meta = result.table, result.meta
+    cycles = latency(result, "FMA", unit="cycles")
+    peak = float(meta["peak_fp32_gflops"])
+    at_run_clock = sm_clock_mhz(meta) / float(meta["sm_clock_mhz"])  # the peak is at the max clock
     rows = table[table["variant"].str.startswith("fma ")].copy()
+    if rows.empty:
+        raise RecordingError(f"{result.source}: no FMA chain rows ('fma c1' ...)")
     rows["chains"] = [parse_variant(v)["chains"] for v in rows["variant"]]
     rows["warps_per_sm"] = rows["param"].astype(int)
-    rows["fraction_of_peak"] = rows["gflops"] / float(meta["peak_fp32_gflops"])
-    rows["predicted_fraction"] = k.fma_model_fraction(rows["warps_per_sm"], rows["chains"], latency) \
-        * peak / float(meta["peak_fp32_gflops"])
+    rows["fraction_of_peak"] = rows["gflops"] / peak
+    model = k.fma_model_fraction(rows["warps_per_sm"], rows["chains"], cycles)
+    rows["predicted_fraction"] = model * at_run_clock
     rows["error"] = rows["fraction_of_peak"] / rows["predicted_fraction"] - 1
     out = rows[["variant", "chains", "warps_per_sm", "gflops", "fraction_of_peak", "predicted_fraction",
                 "error"]]
-    out.attrs.update(latency_cycles=latency)
+    out.attrs.update(latency_cycles=cycles)
     return out.reset_index(drop=True)
 
 
-def register_pressure(table: pd.DataFrame, meta: dict) -> pd.DataFrame:
-    """Registers, local memory, spills in SASS, occupancy and GB/s of the 16-byte copies by unroll."""
-    kernels = meta.get("facts", {}).get("kernels", {})
-    limits = occ.SMLimits.from_dict(meta["facts"]["sm_limits"])
-    rows = []
-    for variant, res in kernels.items():
-        if not variant.startswith("copy w16"):
-            continue
-        f = parse_variant(variant)
-        measured = table[(table["variant"] == variant)]
-        full = measured.loc[measured["param"].idxmax()] if len(measured) else None
-        o = occ.occupancy(k.COPY_BLOCK, res["registers_per_thread"], res["shared_bytes_per_block"], limits)
-        sass = res.get("sass", {})
-        rows.append({"variant": variant, "unroll": f["unroll"], "max_registers": f.get("max_registers"),
-                     "registers": res["registers_per_thread"], "local_bytes": res["local_bytes_per_thread"],
-                     "LDL": sass.get("LDL"), "STL": sass.get("STL"), "warps_per_sm": o.warps_per_sm,
-                     "limiter": o.limiter, "gbps": None if full is None else float(full["gbps"])})
-    frame = pd.DataFrame(rows).sort_values(["unroll", "max_registers"], na_position="first")
-    return frame.reset_index(drop=True)
+# ------------------------------------------------------------ kernels, SASS, occupancy
+
+SASS_OPS = ("LDG.E.128", "LDG.E.64", "LDG.E", "STG.E.128", "STG.E.64", "STG.E", "LDL", "STL", "FFMA")
 
 
-def kernel_resources_table(meta: dict) -> pd.DataFrame:
-    """Every kernel's registers, shared and local memory as the GPU compiler reported them, with
-    its SASS instruction counts (from a recording's meta, or a live run's)."""
-    kernels = meta.get("facts", {}).get("kernels", {})
-    rows = []
-    for name, res in kernels.items():
-        row = {"kernel": name, **{key: v for key, v in res.items() if key not in ("sass", "name")}}
-        row.update({op: count for op, count in res.get("sass", {}).items() if count})
+def sass_widths(counts: dict) -> dict:
+    """A kernel's SASS opcode counts folded into what the lesson shows: global loads and stores by
+    width (LDG.E.128 is not an LDG.E), local loads and stores (spills), FFMA.
+
+    Takes ``kernels.<name>.sass.counts`` as any recording keeps them: the whole opcode mix of a
+    ``gpu-lessons record`` run (``LDG.E.128.CONSTANT``, ``STL.64``, ``IMAD.WIDE``, ...), or the folded
+    counts of the recording migrated from before (folding them again changes nothing)."""
+    folded = dict.fromkeys(SASS_OPS, 0)
+    for opcode, count in counts.items():
+        base = opcode.split(".")[0]
+        if base in ("LDL", "STL", "FFMA"):
+            folded[base] += count
+        elif base in ("LDG", "STG"):
+            width = ".128" if ".128" in opcode else ".64" if ".64" in opcode else ""
+            folded[f"{base}.E{width}"] += count
+    return folded
+
+
+def kernel_resources_table(result: LessonResult) -> pd.DataFrame:
+    """Every kernel's registers, shared and local memory as the GPU compiler reported them, with its
+    SASS instruction counts by width (``sass_widths``; columns only where some kernel has one)."""
+    rows, resources = [], ("registers", "shared_bytes", "local_bytes")
+    for name, entry in result.evidence.kernels.items():
+        row = {"kernel": name, **{key: entry.get(key) for key in resources}}
+        row.update(sass_widths(entry.get("sass", {}).get("counts", {})))
         rows.append(row)
-    return pd.DataFrame(rows).fillna(0)
-
-
-NCU_FILE = "ncu_littles_law.csv"  # data/<gpu>/: benchmarks/littles_law_ncu.py summarize
-
-
-def recorded_ncu(gpu: str | None = None) -> pd.DataFrame:
-    """Nsight Compute's counters for the lesson's winners (recorded): one column per case."""
-    from .. import results
-
-    path = results.data_root() / (gpu or results.DEFAULT_GPU) / NCU_FILE
-    if not path.exists():
-        raise results.MissingRecordingError(f"{results.shown_path(path)}: no Nsight Compute recording")
-    table = pd.read_csv(path)
-    return table.pivot(index="metric", columns="case", values="value")
+    if not rows:
+        raise RecordingError(f"{result.evidence.origin}: no kernels recorded")
+    frame = pd.DataFrame(rows)
+    empty = [op for op in SASS_OPS if not frame[op].any()]
+    return frame.drop(columns=empty)
 
 
 def recorded_resources(gpu: str | None = None) -> pd.DataFrame:
-    """kernel_resources_table of the reference recording."""
-    from .. import results
+    """kernel_resources_table of a GPU's recording of this lesson (gpu=None: the reference GPU)."""
+    return kernel_resources_table(read_result(NAME, gpu=gpu))
 
-    return kernel_resources_table(results.read_recording(NAME, gpu=gpu).meta)
+
+def sass_lines(result: LessonResult, kernel: str) -> list[str]:
+    """The memory instructions of a kernel's SASS, as recorded (``kernels.<kernel>.sass.lines``)."""
+    lines = result.evidence.kernel(kernel).get("sass", {}).get("lines")
+    if not lines:
+        raise RecordingError(f"{result.evidence.origin}: kernels.{kernel}.sass.lines is missing")
+    return lines
+
+
+def register_pressure(result: LessonResult) -> pd.DataFrame:
+    """Registers, local memory, spills in SASS (LDL/STL), the calculator's residency in blocks of 256
+    and GB/s (at the most warps the run gave it) of the 16-byte one-shot copies, by unroll then register
+    cap (uncapped first)."""
+    limits, table = sm_limits(result), result.table
+    rows = []
+    for variant, entry in result.evidence.kernels.items():
+        if not variant.startswith("copy w16"):
+            continue
+        f = parse_variant(variant)
+        measured = table[table["variant"] == variant]
+        most_warps = measured.loc[measured["param"].idxmax()] if len(measured) else None
+        o = calculated_occupancy(k.COPY_BLOCK, entry["registers"], entry["shared_bytes"], limits)
+        spills = sass_widths(entry.get("sass", {}).get("counts", {}))
+        rows.append({"variant": variant, "unroll": f["unroll"], "max_registers": f.get("max_registers"),
+                     "registers": entry["registers"], "local_bytes": entry["local_bytes"],
+                     "LDL": spills["LDL"], "STL": spills["STL"], "warps_per_sm": o.warps_per_sm,
+                     "limiter": o.limiter, "gbps": None if most_warps is None else float(most_warps["gbps"])})
+    if not rows:
+        raise RecordingError(f"{result.evidence.origin}: no 16-byte copy kernels ('copy w16 u1' ...)")
+    frame = pd.DataFrame(rows).astype({"max_registers": "Int64", "gbps": float})
+    return frame.sort_values(["unroll", "max_registers"], na_position="first").reset_index(drop=True)
+
+
+def occupancy_comparison(result: LessonResult) -> pd.DataFrame:
+    """Every launch shape of the run, the calculator's blocks per SM beside the driver's
+    (``facts.occupancy``): kernel, block, dynamic shared bytes, registers, both answers, the
+    calculator's limiter, resident warps per SM by each, and whether they agree."""
+    frame = pd.DataFrame(result.evidence.fact("occupancy"))
+    warps_per_block = -(-frame["block"] // 32)
+    frame["warps_calculator"] = frame["calculator"] * warps_per_block
+    frame["warps_driver"] = frame["driver"] * warps_per_block
+    frame["agree"] = frame["calculator"] == frame["driver"]
+    frame.attrs["disagreements"] = int(result.evidence.fact("occupancy_disagreements"))
+    return frame
+
+
+def occupancy_staircase(result: LessonResult, block: int = k.COPY_BLOCK,
+                        registers=range(1, 256)) -> pd.DataFrame:
+    """Resident blocks and warps per SM against registers per thread for one block size, from the
+    occupancy calculator on the result's SM limits (no GPU): registers, blocks_per_sm, warps_per_sm,
+    fraction, limiter; a block that no longer fits has 0."""
+    limits = sm_limits(result)
+    rows = []
+    for count in registers:
+        o = calculated_occupancy(block, count, 0, limits)
+        rows.append({"registers": count, "blocks_per_sm": o.blocks_per_sm, "warps_per_sm": o.warps_per_sm,
+                     "fraction": o.fraction, "limiter": o.limiter})
+    steps = pd.DataFrame(rows)
+    steps.attrs.update(block=block, limits=limits)
+    return steps
+
+
+def staircase_kernels(result: LessonResult, prefix: str = "copy w16 u") -> pd.DataFrame:
+    """The lesson's uncapped kernels whose name starts with ``prefix``, placed on the staircase: name,
+    registers, local bytes, resident warps per SM in blocks of 256 (the calculator's)."""
+    limits = sm_limits(result)
+    rows = [{"kernel": name, "registers": entry["registers"], "local_bytes": entry["local_bytes"],
+             "warps_per_sm": calculated_occupancy(k.COPY_BLOCK, entry["registers"], entry["shared_bytes"],
+                                                  limits).warps_per_sm}
+            for name, entry in result.evidence.kernels.items()
+            if name.startswith(prefix) and "maxreg" not in name]
+    return pd.DataFrame(rows, columns=["kernel", "registers", "local_bytes", "warps_per_sm"]) \
+        .sort_values("registers").reset_index(drop=True)
+
+
+def residency_shapes(result: LessonResult, registers: int = 32) -> pd.DataFrame:
+    """How the copies' residency targets are launched (RESIDENCY): block, the dynamic shared bytes
+    that cap the blocks per SM, whether the kernel must opt in, and the calculator's answer for a
+    kernel of ``registers`` registers per thread."""
+    limits = sm_limits(result)
+    rows = []
+    for block, per_sm in RESIDENCY:
+        shared, opt_in, o = launch_shape(limits, block, per_sm, registers)
+        rows.append({"block": block, "blocks_asked": per_sm, "dynamic_shared": shared, "opt_in": opt_in,
+                     "blocks_per_sm": o.blocks_per_sm, "warps_per_sm": o.warps_per_sm, "limiter": o.limiter})
+    return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------- Nsight Compute's view
+
+STALL_PREFIX, STALL_SUFFIX = "smsp__average_warps_issue_stalled_", "_per_issue_active.ratio"
+RESIDENT = "sm__warps_active.avg.per_cycle_active"
+ISSUE_ACTIVE = "smsp__issue_active.avg.pct_of_peak_sustained_active"
+ELIGIBLE = "smsp__warps_eligible.avg.per_cycle_active"
+
+
+def ncu_counters(result: LessonResult) -> pd.DataFrame:
+    """Nsight Compute's counters of the lesson's cases: one row per metric, one column per case."""
+    counters = result.evidence.ncu_table()
+    if counters.empty:
+        raise RecordingError(f"{result.evidence.origin}: no ncu counters (gpu-lessons record {NAME} --ncu)")
+    return counters.pivot(index="metric", columns="case", values="value")
+
+
+def warp_states(result: LessonResult) -> pd.DataFrame:
+    """Per profiled case, what one warp scheduler's resident warps were doing, in warps per cycle.
+
+    resident_per_scheduler: the SM's active warps per cycle / 4 schedulers. issuing: the share of
+    cycles the scheduler issued (one warp each). eligible_per_scheduler: warps ready to issue,
+    issuing x (1 + not_selected): a cycle that issues has the selected warp plus those eligible but
+    not selected (ncu's stall ratios count warps per issuing cycle; a cycle without an eligible warp
+    issues nothing). eligible_measured: smsp__warps_eligible.avg.per_cycle_active where recorded.
+    stalled_<reason>: warps waiting for that reason per cycle (ratio x issuing); long_scoreboard is
+    a wait for memory (an LDG's data), wait a fixed-latency dependency (the FMA before). top_stall:
+    the largest; accounted: issuing + every stall counted, against resident (the reasons not
+    recorded are the rest)."""
+    rows = []
+    for case in result.evidence.ncu:
+        metrics = result.evidence.ncu_case(case)["metrics"]
+        issuing = result.evidence.ncu_value(case, ISSUE_ACTIVE) / 100
+        stalls = {name.removeprefix(STALL_PREFIX).removesuffix(STALL_SUFFIX): value * issuing
+                  for name, value in metrics.items() if name.startswith(STALL_PREFIX)}
+        resident = result.evidence.ncu_value(case, RESIDENT) / 4
+        row = {"case": case, "kernel": result.evidence.ncu_case(case)["kernel"],
+               "resident_warps_per_sm": 4 * resident, "resident_per_scheduler": resident, "issuing": issuing,
+               "eligible_per_scheduler": issuing + stalls.get("not_selected", 0.0),
+               "eligible_measured": metrics.get(ELIGIBLE, np.nan)}
+        row.update({f"stalled_{reason}": value for reason, value in stalls.items()})
+        waiting = {reason: value for reason, value in stalls.items() if reason != "not_selected"}
+        row["top_stall"] = max(waiting, key=waiting.get) if waiting else ""
+        row["accounted"] = (issuing + sum(stalls.values())) / resident
+        rows.append(row)
+    if not rows:
+        raise RecordingError(f"{result.evidence.origin}: no ncu counters (gpu-lessons record {NAME} --ncu)")
+    return pd.DataFrame(rows)
 
 
 # -------------------------------------------------------------------------------- figures
 
 
-def figures(table: pd.DataFrame, ceilings: dict, provenance: str, meta: dict | None = None) -> dict:
-    from .. import plots
-
-    meta = meta or _meta_for(table)
-    figs = {}
-    if meta is None:
-        return figs
-    figs["littles_law_memory"] = plots.littles_law_memory(sweep_points(table, meta), provenance=provenance)
-    figs["littles_law_fma"] = plots.littles_law_fma(fma_points(table, meta), provenance=provenance)
-    if meta.get("facts", {}).get("kernels"):
-        figs["register_pressure"] = plots.register_pressure(register_pressure(table, meta),
-                                                            provenance=provenance)
-    copies = low_occupancy_copies(table)
+def figures(result: LessonResult, roof: dict) -> dict:
+    """The lesson's figures from a result (live or recorded). ``roof`` is not used: the lesson's
+    ceiling is the best copy of its own run. Figures whose evidence the result lacks are left out."""
+    provenance = result.provenance
+    sweep = sweep_points(result)
+    figs = {"littles_law_memory": with_alt(
+        plots.littles_law_memory(sweep, provenance=provenance),
+        f"Log-log scatter of {len(sweep)} copies: bandwidth in GB/s against read bytes in flight per SM, "
+        f"coloured by loads per thread, marked by bytes per load, with Little's Law's line from the "
+        f"{sweep.attrs['latency_ns']:.0f} ns DRAM latency up to the {sweep.attrs['ceiling_gbps']:,.0f} GB/s "
+        "ceiling, and below it each copy's measured / predicted ratio.")}
+    fma = fma_points(result)
+    figs["littles_law_fma"] = with_alt(
+        plots.littles_law_fma(fma, provenance=provenance),
+        f"Share of the FP32 peak against independent FMA chains per thread (1 to {fma['chains'].max()}), one "
+        f"line per resident warps per SM (1 to {fma['warps_per_sm'].max()}), each beside the dashed "
+        f"4-scheduler model for an FMA latency of {fma.attrs['latency_cycles']:.1f} cycles.")
+    if result.evidence.kernels and "sm_limits" in result.facts:
+        pressure = register_pressure(result)
+        figs["register_pressure"] = with_alt(
+            plots.register_pressure(pressure, provenance=provenance),
+            f"Bars of registers per thread for {len(pressure)} 16-byte copies by unroll and register cap, "
+            "orange where values spill to local memory, with their resident warps per SM as a line, and "
+            "below each copy's bandwidth in GB/s.")
+        steps = occupancy_staircase(result)
+        most = int(steps["warps_per_sm"].max())
+        flat = int(steps.loc[steps["warps_per_sm"] == most, "registers"].max())
+        figs["occupancy_staircase"] = with_alt(
+            plots.occupancy_staircase(steps, staircase_kernels(result),
+                                      provenance=f"occupancy calculator, SM limits of {provenance}"),
+            f"Step plot of resident warps per SM against registers per thread for blocks of {k.COPY_BLOCK} "
+            f"threads, from the occupancy calculator: {most} warps up to {flat} registers, then fewer at "
+            f"each step down to {int(steps['warps_per_sm'].iloc[-1])} at {int(steps['registers'].iloc[-1])}, "
+            "with the lesson's 16-byte copies placed on it by their registers.")
+    copies = low_occupancy_copies(result)
     if len(copies):  # the target, judged on this table's rows (ours and CuPy's of the same run)
-        figs["low_occupancy_copies"] = plots.low_occupancy_copies(
-            copies[copies["of_copyto"] >= 0.75], TARGET_OF_COPYTO, provenance=provenance,
-            title=f"Copies at <= {LOW_OCCUPANCY_WARPS} warps/SM (within 25%) vs cupy.copyto")
+        shown = copies[copies["of_copyto"] >= 0.75]
+        figs["low_occupancy_copies"] = with_alt(
+            plots.low_occupancy_copies(shown, TARGET_OF_COPYTO, provenance=provenance,
+                                       title=f"Copies at <= {LOW_OCCUPANCY_WARPS} warps/SM (within 25%) "
+                                             "vs cupy.copyto"),
+            f"Dot plot of {len(shown)} copies at {LOW_OCCUPANCY_WARPS} or fewer resident warps per SM, each "
+            "as a share of cupy.copyto, coloured by kind, with lines at 100% and at the "
+            f"{TARGET_OF_COPYTO:.0%} target.")
+    if result.evidence.ncu:
+        states = warp_states(result)
+        copies = states[states["case"].str.startswith("copy")]
+        memory = ""
+        if len(copies) and "stalled_long_scoreboard" in copies:
+            waiting = (copies["stalled_long_scoreboard"] / copies["resident_per_scheduler"]).mean()
+            memory = (f"; the copies hold {copies['resident_per_scheduler'].mean():.1f} warps per scheduler, "
+                      f"{waiting:.0%} of them waiting on memory")
+        figs["warp_states"] = with_alt(
+            plots.warp_states(states, provenance=_ncu_provenance(result)),
+            f"Stacked bars for {len(states)} profiled kernels: the warps one scheduler holds per cycle split "
+            "into issuing, eligible but not selected, waiting on memory (long scoreboard), waiting on the "
+            f"previous instruction, and other{memory}.")
     return figs
 
 
-def _meta_for(table: pd.DataFrame) -> dict | None:
-    """The meta to analyse a table with: this run's facts when measured just now, else the recording's."""
-    from .. import SIMULATED, results
-    from .common import measurement_meta
-
-    if not SIMULATED and _FACTS:
-        return measurement_meta(NAME, live=True)
-    try:
-        return results.read_recording(NAME).meta
-    except results.RecordingError:
-        return None
+def _ncu_provenance(result: LessonResult) -> str:
+    sources = {entry["source"] for entry in result.evidence.ncu.values()}
+    described = []
+    for source in sorted(sources):
+        info = result.evidence.source(source, result.meta)
+        described.append(f"{info.get('gpu', '')} ncu run of {info.get('git_revision', '?')}, "
+                         f"{str(info.get('date', ''))[:10]}".strip())
+    return "Nsight Compute: " + "; ".join(described)
 
 
 # -------------------------------------------------------------------------------- checks
@@ -667,10 +941,3 @@ def check() -> pd.DataFrame:
     rows.append(check_row("pointer_chase 100 nodes", sorted(visited) == sorted(nodes) and j == start,
                           "one step per launch: every node once, then back to the start"))
     return pd.DataFrame(rows)
-
-
-def load(live: bool | None = None, gpu: str | None = None):
-    """This lesson's table: measured now on a GPU, else the reference recording (see common.load)."""
-    from . import common
-
-    return common.load(sys.modules[__name__], live=live, gpu=gpu)

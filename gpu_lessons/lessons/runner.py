@@ -20,6 +20,9 @@ from pathlib import Path
 from types import ModuleType
 
 import numpy as np
+import pandas as pd
+from numba import typeof
+from rich.progress import track
 
 from .. import SIMULATED, bench, occupancy, sass
 from ..provenance import measurement_meta
@@ -78,8 +81,6 @@ class Run:
                  "shared_bytes": resources.shared_bytes_per_block,
                  "local_bytes": resources.local_bytes_per_thread}
         try:
-            from numba import typeof
-
             text = kernel.inspect_sass(tuple(typeof(a) for a in args))
         except Exception as error:  # noqa: BLE001 - no nvdisasm: resources are still worth keeping
             self.facts.setdefault("sass_unavailable", f"{type(error).__name__}: {error}")
@@ -135,15 +136,11 @@ def _chosen_sections(lesson: ModuleType, names: list[str] | None) -> list[Sectio
 
 
 def _progress(items, description: str):
-    from rich.progress import track
-
     return track(items, description=description, transient=True)
 
 
 def _save_partial(run: Run, folder: Path) -> None:
     """What the run has so far, for a run that is cut short: rows.csv and facts.json."""
-    import pandas as pd
-
     folder.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(run.rows).to_csv(folder / f"{run.lesson}.rows.csv", index=False)
     (folder / f"{run.lesson}.facts.json").write_text(to_json({"facts": run.facts, "kernels": run.kernels}))

@@ -1,5 +1,7 @@
 """Lesson 2's figures: bandwidth against bytes in flight with Little's Law, FMA chains x warps, register
-pressure, copies at low occupancy."""
+pressure, the occupancy staircase, copies at low occupancy, what resident warps are doing (ncu).
+
+Each takes the frame a reader of ``gpu_lessons.lessons.littles_law`` returns and draws nothing else."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
@@ -32,8 +35,6 @@ def littles_law_memory(points: pd.DataFrame, provenance: str | None = None,
     ceiling. Bottom: each point's measured / predicted (the model's error).
 
     points: lessons.littles_law.memory_points (attrs latency_ns, ceiling_gbps, sms)."""
-    from matplotlib.lines import Line2D
-
     fig = plt.figure(figsize=(STYLE["figsize"][0], STYLE["figsize"][1] * 1.3), layout="constrained")
     plt.close(fig)
     ax, low = fig.subplots(2, 1, sharex=True, height_ratios=[3, 1.1])
@@ -165,3 +166,79 @@ def low_occupancy_copies(rows: pd.DataFrame, target: float | None = None, proven
     ax.set_xlim(min(0.9, low - 0.02), 1.02)
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.0%}"))
     return finish(fig, ax, title, "bandwidth / cupy.copyto", "", provenance, legend_loc="upper left")
+
+
+def occupancy_staircase(steps: pd.DataFrame, kernels: pd.DataFrame | None = None,
+                        provenance: str | None = None, ax: Axes | None = None,
+                        title: str = "Occupancy staircase: resident warps against registers per thread"
+                        ) -> Figure:
+    """Resident warps per SM against registers per thread for one block size (steps:
+    lessons.littles_law.occupancy_staircase, attrs block), the flat part limited by warp slots and
+    each step down by the register file; the lesson's kernels placed on it by their registers
+    (kernels: lessons.littles_law.staircase_kernels; orange where they spill)."""
+    fig, ax = new_axes(ax)
+    limits = steps.attrs.get("limits")
+    most = limits.max_warps_per_sm if limits is not None else int(steps["warps_per_sm"].max())
+    ax.plot(steps["registers"], steps["warps_per_sm"], drawstyle="steps-post", color=PALETTE[0],
+            linewidth=STYLE["line_width"],
+            label=f"blocks of {steps.attrs.get('block', '?')} threads (calculator)")
+    if kernels is not None and len(kernels):
+        groups = kernels.groupby(["registers", "warps_per_sm"], sort=True)
+        for i, ((registers, warps), group) in enumerate(groups):
+            spills = bool((group["local_bytes"] > 0).any())
+            ax.scatter([registers], [warps], color=PALETTE[1] if spills else PALETTE[2], s=36, zorder=3,
+                       edgecolors="white", linewidths=0.6)
+            names = ", ".join(name.split()[-1] for name in group["kernel"])
+            ax.annotate(names, xy=(registers, warps), xytext=(3, 5 + 10 * (i % 2)),
+                        textcoords="offset points", fontsize=STYLE["note_size"] - 1, rotation=35, ha="left",
+                        va="bottom")
+        ax.scatter([], [], color=PALETTE[2], s=36, label="a 16-byte copy (uN: N float4 per thread)")
+        ax.scatter([], [], color=PALETTE[1], s=36, label="... that spills to local memory")
+    ax.set_xlim(0, int(steps["registers"].max()) + 1)
+    ax.set_ylim(0, most * 1.25)
+    ax.xaxis.set_major_locator(FixedLocator([0, 32, 64, 96, 128, 160, 192, 224, 255]))
+    ax.yaxis.set_major_locator(FixedLocator(list(range(0, most + 1, 8))))
+    ax.legend(fontsize=STYLE["legend_size"], frameon=False, loc="upper right")
+    return finish(fig, ax, title, "Registers per thread", f"Resident warps per SM (of {most})", provenance)
+
+
+WARP_STATES = (  # (column of lessons.littles_law.warp_states, label, colour)
+    ("issuing", "issuing (selected)", PALETTE[2]),
+    ("stalled_not_selected", "eligible, not selected", PALETTE[5]),
+    ("stalled_long_scoreboard", "waiting on memory (long scoreboard)", PALETTE[1]),
+    ("stalled_wait", "waiting on the previous instruction (wait)", PALETTE[4]),
+    ("other", "other stall reasons", PALETTE[3]),
+    ("unaccounted", "reasons not recorded", "#d0d0d0"),
+)
+
+
+def warp_states(states: pd.DataFrame, provenance: str | None = None, ax: Axes | None = None,
+                title: str = "What resident warps do: one scheduler, per cycle") -> Figure:
+    """One stacked bar per profiled case (states: lessons.littles_law.warp_states): the warps one of
+    the SM's 4 schedulers holds per cycle, split into issuing, eligible but not selected, waiting on
+    memory, waiting on the previous instruction, other stalls; the bar's length is the resident warps."""
+    fig, ax = new_axes(ax)
+    rows = states.reset_index(drop=True)
+    named = {column for column, _, _ in WARP_STATES}
+    stall_columns = [c for c in rows.columns if c.startswith("stalled_") and c not in named]
+    parts = pd.DataFrame({
+        "issuing": rows["issuing"],
+        "stalled_not_selected": rows.get("stalled_not_selected", 0.0),
+        "stalled_long_scoreboard": rows.get("stalled_long_scoreboard", 0.0),
+        "stalled_wait": rows.get("stalled_wait", 0.0),
+        "other": rows[stall_columns].sum(axis=1) if stall_columns else 0.0,
+    }).fillna(0.0)
+    parts["unaccounted"] = (rows["resident_per_scheduler"] - parts.sum(axis=1)).clip(lower=0.0)
+    positions = np.arange(len(rows))[::-1]  # the first case on top
+    left = np.zeros(len(rows))
+    for column, label, color in WARP_STATES:
+        ax.barh(positions, parts[column], left=left, color=color, height=0.6, label=label)
+        left += parts[column].to_numpy()
+    for y, resident in zip(positions, rows["resident_per_scheduler"], strict=True):
+        ax.annotate(f"{resident:.2f} resident", xy=(resident, y), xytext=(4, 0), textcoords="offset points",
+                    va="center", fontsize=STYLE["note_size"] - 1)
+    ax.set_yticks(positions, rows["case"])
+    ax.set_xlim(0, float(rows["resident_per_scheduler"].max()) * 1.3)
+    ax.set_ylim(-0.6, len(rows) + 2.4)  # room above the bars for the legend
+    ax.legend(fontsize=STYLE["legend_size"] - 1, frameon=False, loc="upper right", ncols=2)
+    return finish(fig, ax, title, "Warps per cycle, one of the SM's 4 schedulers", "", provenance)

@@ -154,7 +154,7 @@ def save(fig: Figure, path: str | os.PathLike) -> Path:
 
 def _png_with_alt(fig: Figure):
     """Jupyter's PNG of a figure, with its alt text in the output's metadata when it has one."""
-    from IPython.core.pylabtools import print_figure
+    from IPython.core.pylabtools import print_figure  # only called by IPython's display, so present
 
     data = print_figure(fig, "png", bbox_inches="tight")
     return (data, {"alt": alt_text(fig)}) if alt_text(fig) else data
@@ -163,7 +163,7 @@ def _png_with_alt(fig: Figure):
 def show_alt_text_in_jupyter() -> None:
     """In IPython, display figures through _png_with_alt (the notebook keeps each figure's alt text)."""
     try:
-        from IPython import get_ipython
+        from IPython import get_ipython  # optional: figures are also drawn outside Jupyter
     except ImportError:  # no IPython: nothing displays figures, nothing to do
         return
     shell = get_ipython()

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 
 def install() -> None:
     """Install the simulator extras; safe to call more than once."""
-    from . import fma, warp
+    from . import fma, warp  # numba's simulator modules load only when extras are installed
 
     fma.install()
     warp.install()
@@ -19,7 +19,7 @@ def install() -> None:
 
 def uninstall() -> None:
     """Back to numba-cuda's simulator as shipped (what `tools/sim_overhead.py` compares with)."""
-    from . import fma, warp
+    from . import fma, warp  # numba's simulator modules load only when extras are installed
 
     warp.uninstall()
     fma.uninstall()

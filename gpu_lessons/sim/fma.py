@@ -21,7 +21,7 @@ _unfused = None
 
 def install() -> None:
     global _unfused
-    from numba.cuda.simulator.kernelapi import FakeCUDAModule
+    from numba.cuda.simulator.kernelapi import FakeCUDAModule  # the simulator, only when patched
 
     if FakeCUDAModule.fma is not fused_fma:
         _unfused = FakeCUDAModule.fma
@@ -29,7 +29,7 @@ def install() -> None:
 
 
 def uninstall() -> None:
-    from numba.cuda.simulator.kernelapi import FakeCUDAModule
+    from numba.cuda.simulator.kernelapi import FakeCUDAModule  # the simulator, only when patched
 
     if _unfused is not None:
         FakeCUDAModule.fma = _unfused

@@ -11,6 +11,7 @@ because addresses are taken relative to the end of the ndarray ``.base`` chain.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import dis
 import linecache
 import os
@@ -51,7 +52,6 @@ def active() -> Recorder | None:
 
 def _uncounted_files() -> set[str]:
     """Element accesses made from these files are the machinery's, not the kernel's."""
-    import contextlib
 
     here = os.path.dirname(os.path.abspath(__file__))
     package = os.path.dirname(here)

@@ -123,7 +123,7 @@ class _Arguments:
         return arg
 
     def _host_copy_of_device_array(self, arg, name: str, rec: Recorder):
-        from numba import cuda
+        from numba import cuda  # GPU mode only: a device array to copy back for the simulated run
 
         device = arg if hasattr(arg, "copy_to_host") else cuda.as_cuda_array(arg)
         try:
@@ -147,7 +147,7 @@ class _Arguments:
 def _python_device_functions(function):
     """GPU mode: for the launch, swap the compiled device functions (and registered twins)
     that ``function`` reaches, through its module's globals or its closure, for simulated ones."""
-    from numba.cuda.dispatcher import CUDADispatcher
+    from numba.cuda.dispatcher import CUDADispatcher  # GPU mode only: the compiled kernels' type
 
     restore: list = []  # callables that undo one swap each
     seen_functions: set[int] = set()
@@ -217,7 +217,7 @@ def trace(kernel, grid, block, *args, dynamic_shared_bytes: int = 0) -> MemoryTr
     """
     gpu_mode = choose_mode() == "gpu"
     if gpu_mode:
-        from . import install
+        from . import install  # sim/__init__ imports this module: a cycle at the top
 
         install()  # the simulator extras (warp primitives...) for the simulated run
     simulated = _simulated_kernel(kernel)

@@ -572,7 +572,7 @@ _warn_lock = threading.Lock()
 
 
 def _warn_undefined_once(arrival: _Arrival) -> None:
-    from numba.cuda.simulator.kernel import _get_kernel_context
+    from numba.cuda.simulator.kernel import _get_kernel_context  # inside a simulated launch only
 
     launch = _get_kernel_context()
     with _warn_lock:
@@ -738,6 +738,7 @@ def _save(cls, name: str) -> None:
 
 def install() -> None:
     """Add the warp-level primitives to numba-cuda's simulator; safe to call more than once."""
+    # numba's simulator internals, patched only when the extras are installed
     from numba.cuda.simulator.kernel import BlockManager, BlockThread
     from numba.cuda.simulator.kernelapi import FakeCUDAModule
 
