@@ -121,7 +121,11 @@ def _save_figures(module, result, roof: dict, out: Path, suffix: str = "") -> No
     from . import plots
 
     for name, figure in module.figures(result, roof).items():
-        print(f"figure: {plots.save(figure, out / module.NAME / f'{name}{suffix}.png')}")
+        path = out / module.NAME / f"{name}{suffix}.png"
+        try:
+            print(f"figure: {plots.save(figure, path)}")
+        except OSError as error:  # a folder without write permission, a full disk
+            raise CommandError(f"cannot write {path}: {error.strerror or error}") from None
 
 
 def _figure_folder(out: str) -> Path:

@@ -53,7 +53,14 @@ def test_record_and_ceilings_need_a_gpu(capsys):
         assert status == 2 and "none is available here" in err, err
 
 
-def test_run_on_simulator_checks_and_plots_the_recording(tmp_path, capsys):
+def test_run_on_simulator_checks_and_plots_the_recording(tmp_path, capsys, monkeypatch):
+    if gpu_lessons.SIMULATED:  # the checks themselves: test_kernels_roofline, and test_wheel runs them here
+        import pandas as pd
+
+        from gpu_lessons.lessons import roofline
+
+        monkeypatch.setattr(roofline, "check", lambda: pd.DataFrame(
+            {"check": ["stand-in"], "passed": [True], "detail": [""]}))
     status, out, err = on_the_simulator(["run", "roofline", "--out", str(tmp_path), "--no-progress"], capsys)
     assert status == 0, err
     assert "correctness checks passed" in out and "NVIDIA H200" in out
@@ -224,3 +231,12 @@ def test_notebooks_copy_out_and_refuse_to_overwrite(tmp_path, capsys):
     afile.write_text("")
     assert main(["notebooks", str(afile)]) == 2
     assert "is a file, not a folder" in capsys.readouterr().err
+
+
+@pytest.mark.simulator_only("without a GPU, run shows the recording; on a GPU it measures first")
+def test_run_without_its_recording_fails_before_the_checks(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("GPU_LESSONS_DATA", str(tmp_path / "nonexistent"))
+    assert main(["run", "roofline", "--out", str(tmp_path / "out")]) == 2
+    captured = capsys.readouterr()
+    assert "correctness checks" not in captured.out  # at once, not after the minutes of checking
+    assert captured.err.count("\n") == 1 and "the data folder does not exist" in captured.err
