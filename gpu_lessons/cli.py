@@ -100,8 +100,10 @@ def cmd_notebooks(args) -> int:
     except course.CopyError as error:
         raise CommandError(str(error)) from None
     folder = Path(args.folder).expanduser()
-    deep = sum(1 for path in written if "deep_dives" in path.relative_to(folder).parts)
-    print(f"copied {len(written) - deep} lesson notebooks and {deep} deep dive(s) to {folder}/")
+    notebooks = [path for path in written if path.suffix == ".ipynb"]
+    deep = sum(1 for path in notebooks if "deep_dives" in path.relative_to(folder).parts)
+    print(f"copied {len(notebooks)} notebooks ({len(notebooks) - deep} lessons, {deep} in deep_dives/) "
+          f"to {folder}/")
     print(f"open them with: jupyter lab {folder}")
     if shutil.which("jupyter-lab") is None:
         print("(JupyterLab is not installed in this environment: python3 -m pip install jupyterlab)")
@@ -145,14 +147,16 @@ def cmd_run(args) -> int:
     from . import SIMULATED, describe, lessons, results
     from .lessons import ceilings, runner
 
-    print(describe())
     out = _figure_folder(args.out)
+    # Without a GPU, read (and so check) every recording first: a missing one fails at once, in one line
+    recorded = {m.NAME: runner.load(m, live=False) for m in modules} if SIMULATED else {}
+    roof = lessons.roof() if SIMULATED else None
+    print(describe())
     ok = True
     for module in modules:
-        if SIMULATED:  # read (and so check) the recording first: a missing one fails at once
-            result, roof = runner.load(module, live=False), lessons.roof()
         ok = _run_checks(module) and ok
         if SIMULATED:
+            result = recorded[module.NAME]
             print(f"No GPU: showing the reference recording {result.source}")
         else:
             roof = lessons.roof(runner.measure(ceilings, show_progress=not args.no_progress))
