@@ -10,9 +10,6 @@ from gpu_lessons.kernels import bank_conflicts as k
 
 rng = np.random.default_rng()
 
-TRANSPOSES = [k.transpose_naive, k.transpose_tiled, k.transpose_padded, k.transpose_padded_loop]
-
-
 def random(*shape):
     return rng.standard_normal(shape, dtype=np.float32)
 
@@ -26,12 +23,6 @@ def test_shared_stride_round_trip(stride):
 def test_shared_stride_with_a_1024_thread_block():
     x = random(1000)
     assert np.array_equal(k.shared_stride(x, 8, block=1024), x)
-
-
-@pytest.mark.parametrize("transpose", TRANSPOSES)
-def test_transpose_45_by_70(transpose):
-    a = random(45, 70)
-    assert np.array_equal(transpose(a), a.T)
 
 
 @pytest.mark.parametrize("rows", [4, 32])
@@ -68,10 +59,13 @@ def test_bad_inputs_are_named(call, message):
 
 
 # ---------------------------------------------------------------- lesson 4: every transpose, awkward shapes
+# (lessons.bank_conflicts.check() runs each on 45x70 and 33x20, the 16-byte ones on 68x100 and 45x70)
 
-ALL = list(k.TRANSPOSES.items())
-AWKWARD = [(33, 20), (1, 1), (1, 97), (97, 1)]  # not multiples of 32 (or 64, or 4)
-WHOLE_FLOAT4_ROWS = [(68, 100), (4, 132), (132, 8)]  # 16-byte path in whole tiles, scalar at the edges
+ALL = list({**k.TRANSPOSES, **k.EXPERIMENT_TRANSPOSES}.items())
+AWKWARD = [(1, 1), (1, 40), (40, 1)]  # one row, one column: not multiples of 32 (or 64, or 4)
+WHOLE_FLOAT4_ROWS = [(4, 132), (132, 8)]  # 16-byte path in whole tiles, scalar at the edges
+VECTOR_TRANSPOSES = [k.transpose_tile64, k.transpose_tile64_swizzled, k.transpose_tile32_vec4,
+                     k.transpose_tile32_vec4_swizzled]
 
 
 @pytest.mark.parametrize("shape", AWKWARD)
@@ -81,28 +75,59 @@ def test_every_transpose_on_awkward_shapes(name, transpose, shape):
     assert np.array_equal(transpose(a), a.T), name
 
 
-@pytest.mark.parametrize("transpose", [k.transpose_swizzled, k.transpose_tile64, k.transpose_tile64_swizzled])
-def test_new_transposes_45_by_70(transpose):
-    a = random(45, 70)
-    assert np.array_equal(transpose(a), a.T)
-
-
 @pytest.mark.parametrize("shape", WHOLE_FLOAT4_ROWS)
-@pytest.mark.parametrize("transpose", [k.transpose_tile64, k.transpose_tile64_swizzled])
-def test_tile64_with_float4_rows_and_partial_tiles(transpose, shape):
+@pytest.mark.parametrize("transpose", VECTOR_TRANSPOSES)
+def test_16_byte_transposes_with_float4_rows_and_partial_tiles(transpose, shape):
     a = random(*shape)
     assert np.array_equal(transpose(a), a.T)
 
 
-def test_tile64_takes_the_scalar_path_on_a_misaligned_view():
+@pytest.mark.parametrize("transpose", [k.transpose_tile64, k.transpose_tile64_swizzled])
+def test_tile64_mixes_whole_float4_tiles_and_scalar_edges(transpose):
+    a = random(64, 68)  # one whole 64x64 tile (16-byte path), one edge tile (scalar)
+    assert np.array_equal(transpose(a), a.T)
+
+
+@pytest.mark.parametrize("transpose", [k.transpose_tile64_swizzled, k.transpose_tile32_vec4_swizzled])
+def test_16_byte_transposes_take_the_scalar_path_on_a_misaligned_view(transpose):
     from numba import cuda
 
     rows, cols = 64, 64
     flat = cuda.to_device(random(rows * cols + 1))
     view = flat[1:].reshape(rows, cols)  # contiguous, 4 bytes past a 16-byte boundary
     assert k._vector_ok(view, cuda.device_array((cols, rows), np.float32)) == 0
-    out = k.transpose_tile64_swizzled(view)
+    out = transpose(view)
     assert np.array_equal(out.copy_to_host(), view.copy_to_host().T)
+
+
+@pytest.mark.parametrize("transpose", [k.transpose_padded_grid_stride, k.transpose_padded_prefetch])
+@pytest.mark.parametrize("blocks", [1, 3, 100])
+def test_grid_stride_transposes_with_any_grid(transpose, blocks):
+    a = random(33, 40)  # 2 x 2 tiles: one block walks all four, three share them, or one a tile
+    assert np.array_equal(transpose(a, blocks), a.T)
+    assert k.grid_stride_tile_blocks(a.shape, blocks) == min(blocks, 4)
+
+
+def test_experiment_launcher_launches_each_new_transpose_on_device_arrays():
+    from numba import cuda
+
+    a = random(32, 36)  # a whole tile (the 16-byte path) and an edge tile
+    d_a = cuda.to_device(a)
+    for variant in k.EXPERIMENT_TRANSPOSES:
+        out = cuda.device_array((36, 32), np.float32)
+        k.experiment_launcher(variant, d_a, out, blocks=2)()
+        assert np.array_equal(out.copy_to_host(), a.T), variant
+
+
+def test_the_new_wrappers_refuse_strided_views_and_bad_grids():
+    strided = random(40, 40)[:, ::2]
+    for transpose in k.EXPERIMENT_TRANSPOSES.values():
+        with pytest.raises(InputError, match="C-contiguous"):
+            transpose(strided)
+    with pytest.raises(InputError, match=">= 1"):
+        k.transpose_padded_grid_stride(random(4, 4), blocks=0)
+    with pytest.raises(ValueError, match="unknown transpose"):
+        k.experiment_launcher("tile16", None, None)
 
 
 def test_tile64_refuses_a_non_contiguous_matrix():

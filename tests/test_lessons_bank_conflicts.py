@@ -1,30 +1,43 @@
-"""Lesson 4 (bank conflicts): the tracer's counts for every kernel, the tables and figures built from
-a recording, the bank picture, and the recorded Nsight Compute counts against the tracer."""
+"""Lesson 4 (bank conflicts): the tracer's counts for every transpose, Nsight Compute's recorded counts
+against the tracer, the readers of a recording (cost model, Little's law, counters, SASS), the figures,
+and the tile coloured by bank against where the kernels really put each element."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from functools import cache
 
 import matplotlib
 
 matplotlib.use("Agg")
 
 import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from gpu_lessons import plots  # noqa: E402
+from gpu_lessons import plots, results  # noqa: E402
 from gpu_lessons.kernels import bank_conflicts as k  # noqa: E402
 from gpu_lessons.lessons import bank_conflicts as lesson  # noqa: E402
-from gpu_lessons.results import make_table  # noqa: E402
+from gpu_lessons.lessons import runner  # noqa: E402
+from gpu_lessons.plots import bank_conflicts as pictures  # noqa: E402
+from gpu_lessons.results import LessonResult, RecordingError, make_table  # noqa: E402
 from gpu_lessons.sim.trace import trace  # noqa: E402
 
-GPU_DATA = Path(__file__).resolve().parents[1] / "data" / "nvidia-h200" / "bank_conflicts_gpu.json"
+TILED = [v for v in lesson.ALL_TRANSPOSES if v != "naive"]
 
 
-@pytest.fixture(scope="module")
-def traced():
-    return lesson.traced_transposes().set_index("variant")
+@cache
+def recording() -> LessonResult:
+    return results.read_result(lesson.NAME)
+
+
+@cache
+def traffic() -> pd.DataFrame:
+    """The tracer's counts of every tiled transpose of one 64x64 matrix (traced once per test run)."""
+    return lesson.traced_transposes(lesson.TRAFFIC_SHAPE, TILED).set_index("variant")
+
+
+# ----------------------------------------------------------------------------- the tracer's counts
 
 
 def test_read_requests_need_gcd_of_stride_and_32_wavefronts():
@@ -32,31 +45,161 @@ def test_read_requests_need_gcd_of_stride_and_32_wavefronts():
     assert table["wavefronts"].tolist() == [1, 1, 2, 8, 32, 1]
     assert table["bank_conflicts"].tolist() == [0, 0, 1, 7, 31, 0]
     assert table["distinct_words"].tolist() == [1, 32, 32, 32, 32, 32]  # stride 0: one word, broadcast
-
-
-def test_padded_and_swizzled_tiles_have_no_conflicts(traced):
-    for variant in ("tile32_padded", "tile32_swizzled", "tile64_vec4_swizzled"):
-        assert traced.loc[variant, "shared_ld_conflicts"] == 0, variant
-        assert traced.loc[variant, "shared_st_conflicts"] == 0, variant
-
-
-def test_unpadded_tiles_conflict_on_their_column_reads(traced):
-    # 32x32: every column read is 32 words of one bank; 64x64 float4: 8 row groups x 4 columns
-    assert traced.loc["tile32", "shared_ld_wavefronts"] == 32 * traced.loc["tile32", "shared_ld_requests"]
-    t64 = traced.loc["tile64_vec4"]
-    assert t64["shared_ld_wavefronts"] == 8 * t64["shared_ld_requests"]
-    assert t64["shared_st_conflicts"] == 0  # 16-byte row stores: 4 quarter-warp phases, no conflict
-
-
-def test_every_tile_moves_only_the_ideal_sectors(traced):
-    tiled = traced.drop(index="naive")
-    assert (tiled["global_sectors"] == tiled["ideal_sectors"]).all()
-    assert traced.loc["naive", "global_sectors"] > 4 * traced.loc["naive", "ideal_sectors"]
-
-
-def test_conflict_degree_matches_the_tracer():
-    table = lesson.traced_read_requests([0, 4, 16, 33])
     assert [lesson.conflict_degree(s) for s in table["stride"]] == table["wavefronts"].tolist()
+
+
+# Wavefronts per tile (loads + stores): a 32x32 tile is 32 load and 32 store requests, a 64x64 tile 128
+# loads and 32 16-byte stores (4 wavefronts each) or 128 4-byte stores.
+WAVEFRONTS_PER_TILE = {
+    "tile32": 32 * 32 + 32, "tile32_padded_loop": 64, "tile32_padded": 64, "tile32_swizzled": 64,
+    "tile64_vec4": 128 * 8 + 32 * 4, "tile64_vec4_swizzled": 128 + 32 * 4,
+    "tile32_padded_2tiles": 64, "tile32_padded_grid_stride": 64, "tile32_padded_prefetch": 64,
+    "tile64_swizzled": 128 + 128, "tile32_vec4": 32 * 8 + 8 * 4, "tile32_vec4_swizzled": 32 + 8 * 4,
+}
+
+
+def test_wavefronts_per_tile():
+    assert traffic()["wavefronts_per_tile"].to_dict() == WAVEFRONTS_PER_TILE
+    tiles = traffic()["tiles"]
+    assert tiles["tile32_padded_2tiles"] == 4 and tiles["tile64_swizzled"] == 1
+
+
+def test_padded_and_swizzled_tiles_have_no_conflicts():
+    conflicted = {"tile32": 31 * 32, "tile64_vec4": 7 * 128, "tile32_vec4": 7 * 32}  # per tile, loads
+    for variant, row in traffic().iterrows():
+        assert row["shared_ld_conflicts"] / row["tiles"] == conflicted.get(variant, 0), variant
+        assert row["shared_st_conflicts"] == 0, variant
+
+
+def test_every_tile_moves_only_the_ideal_sectors():
+    assert (traffic()["global_sectors"] == traffic()["ideal_sectors"]).all()
+
+
+def test_check_runs_every_kernel_against_numpy(monkeypatch):
+    monkeypatch.setattr(lesson, "CHECK_SHAPES", [(33, 20)])  # the real ones: tests/test_kernels_*
+    monkeypatch.setattr(lesson, "VECTOR_SHAPES", [(36, 40)])
+    checks = lesson.check()
+    assert checks["passed"].all(), checks[~checks["passed"]]
+    names = " ".join(checks["check"])
+    for variant in lesson.ALL_TRANSPOSES:
+        assert f"{variant} " in names, variant
+    assert "tile32_padded_prefetch 33x20, 2 blocks for 2 tiles" in names
+
+
+def test_padding_costs_a_block_only_on_a_boundary():
+    cost = lesson.padding_cost().set_index("tile")
+    assert cost.loc["32x32", "blocks_per_sm"] == cost.loc["32x33", "blocks_per_sm"] == 8
+    assert (cost.loc["64x224", "blocks_per_sm"], cost.loc["64x225", "blocks_per_sm"]) == (4, 3)
+
+
+# ------------------------------------------------------------------- the recording's readers
+
+
+def test_one_clock_per_wavefront():
+    fit = lesson.wavefront_cost(recording())
+    assert fit["clocks_per_wavefront"] == pytest.approx(1.0, abs=0.02)
+    assert fit["max_error"] < 0.03 and fit["sm_clock_mhz"] == 1980
+
+
+def test_recorded_traffic_is_ncus_count_and_the_tracers():  # the tracer's: test_wavefronts_per_tile
+    recorded = lesson.recorded_traffic(recording()).set_index("variant")
+    assert set(recorded.index) == set(lesson.TRANSPOSE_VARIANTS) - {"naive"}  # until the next recording
+    for variant, row in recorded.iterrows():
+        assert row["wavefronts_per_tile"] == WAVEFRONTS_PER_TILE[variant], variant
+
+
+def test_cost_model_of_the_recording():
+    model = lesson.cost_model(recording()).set_index("variant")
+    fit = lesson.wavefront_cost(recording())
+    tiles_per_sm = (8192 // 32) ** 2 / 132
+    pipe = tiles_per_sm * (64 * fit["intercept_ns"] + 1056 * fit["ns_per_wavefront"]) / 1e3
+    assert model.loc["tile32", "pipe_us"] == pytest.approx(pipe)
+    assert 250 < pipe < 280  # about 1 clock per wavefront at 1980 MHz: 496 tiles x 1056 wavefronts
+    copy = model["copy_us"].iloc[0]
+    assert model.loc["tile32", "predicted_us"] == pipe and model.loc["tile32_padded", "predicted_us"] == copy
+    assert model.loc["tile64_vec4_swizzled", "error"] < 0.15  # the 64x64 float4 tile: near the copy
+    assert model.loc["tile32_padded", "error"] > 0.5  # what the shared pipe does not explain
+
+
+def test_cost_model_on_a_made_up_table():
+    rows = [_row("copy", 100 * 1024, 1024, 0.1), _row("tile32", 100 * 1024, 1024, 0.5)]
+    table = make_table(rows)
+    counts = lesson.with_per_tile(pd.DataFrame([{
+        "variant": "tile32", "shared_ld_requests": 32, "shared_st_requests": 32,
+        "shared_ld_wavefronts": 1024, "shared_st_wavefronts": 32}]), (32, 32))
+    model = lesson.transpose_cost_model(table, counts, sms=10, intercept_ns=0.0, ns_per_wavefront=1.0,
+                                        shape=(1024, 100)).iloc[0]
+    tiles = 32 * 4  # 1024 / 32 rows x ceil(100 / 32) columns of tiles
+    assert model["pipe_us"] == pytest.approx(tiles / 10 * 1056 / 1e3)
+    assert model["predicted_us"] == pytest.approx(max(model["pipe_us"], 100.0))
+    assert model["error"] == pytest.approx(500 / model["predicted_us"] - 1)
+    with pytest.raises(RecordingError, match="copy"):
+        lesson.transpose_cost_model(table[table["variant"] != "copy"], counts, 10, 0.0, 1.0, (1024, 100))
+
+
+def test_in_flight_reproduces_the_refutation_of_16_bytes_in_flight():
+    table = lesson.in_flight(recording()).set_index("variant")
+    padded = table.loc["tile32_padded"]
+    assert padded["blocks_per_sm"] == 8 and padded["in_flight_mb"] == pytest.approx(4.325, abs=1e-3)
+    assert padded["read_tb_per_s"] == pytest.approx(1.15, abs=0.01)
+    assert padded["implied_latency_us"] == pytest.approx(3.76, abs=0.01)
+    loop = table.loc["tile32_padded_loop"]  # a quarter of the bytes in flight, 1.44x slower
+    assert loop["in_flight_mb"] == pytest.approx(padded["in_flight_mb"] / 4)
+
+
+def test_step_effects_pair_variants_that_differ_in_one_thing():
+    rows = [_row(v, 64 * 1024, 1024, ms) for v, ms in
+            [("tile32_swizzled", 0.4), ("tile64_swizzled", 0.3), ("tile32_vec4_swizzled", 0.2),
+             ("tile64_vec4_swizzled", 0.1)]]
+    effects = lesson.step_effects(make_table(rows), shape=(1024, 64)).set_index("change")
+    assert effects.loc["tile size, 4-byte accesses", "speedup"] == pytest.approx(4 / 3)
+    assert effects.loc["16-byte accesses, 64x64", "speedup"] == pytest.approx(3)
+    assert effects.loc["all three at once", "speedup"] == pytest.approx(4)
+    assert "float4 swizzle, 32x32" not in effects.index  # tile32_vec4 was not measured
+
+
+def test_recorded_traffic_prefers_the_runs_own_tracer_counts(monkeypatch, tmp_path):
+    """A run's 'traced wavefronts per tile' section, written and read back, is what the model reads."""
+    monkeypatch.setattr(lesson, "traced_transposes", lambda shape, variants: traffic().loc[
+        ["tile32_vec4"]].reset_index())
+    run = runner.Run(lesson.NAME)
+    lesson._traffic(run)
+    recorded = recording()
+    result = LessonResult(lesson.NAME, recorded.table, dict(recorded.meta),
+                          recorded.evidence.__class__(facts=run.facts))
+    results.write_result(result, root=tmp_path)
+    back = results.read_result(lesson.NAME, root=tmp_path)
+    read = lesson.recorded_traffic(back)
+    assert read["variant"].tolist() == ["tile32_vec4"]
+    assert read["wavefronts_per_tile"].iloc[0] == WAVEFRONTS_PER_TILE["tile32_vec4"]
+    stored = json.loads((tmp_path / "nvidia-h200" / "bank_conflicts.evidence.json").read_text())
+    assert stored["facts"]["transpose_traffic"]["shape"] == list(lesson.TRAFFIC_SHAPE)
+
+
+def test_readers_name_what_a_recording_lacks():
+    bare = LessonResult(lesson.NAME, recording().table, recording().meta)
+    for read in (lesson.recorded_traffic, lesson.ncu_table, lambda r: lesson.sass_lines(r, "x")):
+        with pytest.raises(RecordingError):
+            read(bare)
+
+
+def test_sass_lines_and_resources_of_the_recording():
+    text = lesson.sass_lines(recording(), "transpose_tile64_swizzled_kernel", 8, start="LDG.E.128")
+    assert text.splitlines()[0].startswith("LDG.E.128") and text.count("STS.128") == 4
+    with pytest.raises(RecordingError, match="kernels.nope is missing"):
+        lesson.sass_lines(recording(), "nope")
+    lines = ["/*0a10*/ LDS R1, [R2]", "/*0a20*/ BAR.SYNC 0x0"]
+    fake = LessonResult(lesson.NAME, recording().table, recording().meta,
+                        results.Evidence(kernels={"k": {"registers": 8, "sass": {"lines": lines}}}))
+    assert lesson.sass_lines(fake, "k", start="BAR") == "BAR.SYNC 0x0"
+    table = lesson.resources_table(recording()).set_index("kernel")
+    assert table.loc["transpose_padded_kernel", "shared_bytes"] == 4224
+    assert "STS.128 x4" in table.loc["transpose_tile64_kernel", "sass_memory_opcodes"]
+
+
+def test_ncu_table_shortens_metric_names():
+    table = lesson.ncu_table(recording(), "shared_read").set_index("case")
+    assert table.loc["shared_read/stride=32", "wavefronts_mem_shared_op_ld"] == 32 * 128
 
 
 # ------------------------------------------------------------------- tables and figures
@@ -71,7 +214,7 @@ def _row(variant, size, param, ms, provider="gpu_lessons", bytes_moved=None):
 
 def fraction_of(variant):
     """The made-up share of cupy.copyto for each variant: rising in teaching order."""
-    return 0.5 + 0.06 * lesson.TRANSPOSE_VARIANTS.index(variant)
+    return 0.5 + 0.03 * lesson.ALL_TRANSPOSES.index(variant)
 
 
 @pytest.fixture
@@ -83,11 +226,17 @@ def table():
                          bytes_moved=128 * requests))
     for rows_n, cols_n in lesson.SHAPES:
         n = rows_n * cols_n
+        variants = lesson.ALL_TRANSPOSES if (rows_n, cols_n) == lesson.SQUARE else lesson.TRANSPOSE_VARIANTS
         for variant, fraction in [("copy", 0.99), ("cupy copyto", 1.0), ("cupy ascontiguousarray(a.T)", 0.3),
-                                  *((v, fraction_of(v)) for v in lesson.TRANSPOSE_VARIANTS)]:
+                                  *((v, fraction_of(v)) for v in variants)]:
             provider = "cupy" if variant.startswith("cupy") else "gpu_lessons"
             rows.append(_row(variant, n, rows_n, 8 * n / (4e12 * fraction) * 1e3, provider))
     return make_table(rows)
+
+
+def _result(table, evidence=None):
+    meta = {**recording().meta}
+    return LessonResult(lesson.NAME, table, meta, evidence or recording().evidence)
 
 
 def test_read_cost_is_per_request_per_sm(table):
@@ -99,33 +248,47 @@ def test_read_cost_is_per_request_per_sm(table):
 
 
 def test_transpose_summary_is_same_run_fractions(table):
-    summary = lesson.transpose_summary(table)
+    summary = lesson.transpose_summary(table, lesson.TRANSPOSE_VARIANTS)
     square = summary[summary["shape"] == "8192x8192"].set_index("variant")
     best = fraction_of("tile64_vec4_swizzled")
     assert square.loc["tile64_vec4_swizzled", "of_cupy_copy"] == pytest.approx(best)
     assert square.loc["cupy ascontiguousarray(a.T)", "of_cupy_copy"] == pytest.approx(0.3)
+    assert "tile32_padded_2tiles" not in square.index  # the experiments stay out of the teaching figure
     assert set(summary["shape"]) == {f"{r}x{c}" for r, c in lesson.SHAPES}
+    assert "tile32_padded_2tiles" in set(lesson.transpose_summary(table)["variant"])
 
 
-def test_figures_draw_from_a_table(table):
-    figs = lesson.figures(table, {"bandwidth_gbps": 4000.0}, "a provenance line")
-    assert set(figs) == {"transpose_8192", "transpose_shapes", "read_cost"}
+def test_figures_of_the_recording_have_alt_text():
+    figs = lesson.figures(recording(), {"bandwidth_gbps": 4000.0})
+    assert set(figs) == {"transpose_8192", "transpose_shapes", "read_cost", "cost_model", "tile_banks"}
+    assert all(plots.style.alt_text(fig) for fig in figs.values())
+
+
+def test_figures_of_a_run_with_the_experiments(table):
+    figs = lesson.figures(_result(table), {"bandwidth_gbps": 4000.0})
+    assert {"padded_tile_controls", "tile_steps", "cost_model"} <= set(figs)
+    labels = [t.get_text().split(" (")[0] for t in figs["tile_steps"].axes[0].get_yticklabels()]
+    assert "tile32_vec4_swizzled" in labels and "tile32_padded_2tiles" not in labels
 
 
 def test_comparisons_score_the_best_transpose_at_8192(table, tmp_path):
-    from gpu_lessons.results import write_recording
     from gpu_lessons.scoreboard import scoreboard
 
-    meta = {"gpu": "NVIDIA H200", "slug": "nvidia-h200", "compute_capability": "9.0", "sms": 132,
-            "sm_clock_mhz": 1980, "memory_clock_mhz": 3201, "driver": "13.0", "cuda_runtime": "13.0",
-            "numba": "0.62", "numba_cuda": "0.30.4", "python": "3.12", "date": "2026-12-01",
-            "command": "test", "git_revision": "test", "lesson": lesson.NAME}
-    write_recording(table, meta, lesson.NAME, root=tmp_path)
+    results.write_result(_result(table, results.Evidence()), root=tmp_path)
     board = scoreboard(lesson.COMPARISONS, root=tmp_path).set_index("title")
     copy = board.loc["transpose 8192x8192 vs device copy"]
-    best = fraction_of("tile64_vec4_swizzled")
+    best = fraction_of("tile64_vec4_swizzled")  # the experiments are not scoreboard rows
     assert copy["best_variant"] == "tile64_vec4_swizzled" and copy["ratio"] == pytest.approx(best)
     assert board.loc["transpose 8192x8192 vs cupy a.T copy", "ratio"] == pytest.approx(best / 0.3)
+
+
+def test_time_vs_wavefronts_draws_the_fitted_line(table):
+    cost = lesson.read_cost(table, sms=132)
+    intercept, slope = pictures.wavefront_fit(cost)  # the fixture: time exactly proportional
+    assert intercept == pytest.approx(0, abs=1e-9) and slope == pytest.approx(cost["ns_per_request"].iloc[1])
+    fig = pictures.time_vs_wavefronts(cost)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert labels[0].startswith("fit:") and labels[1] == "measured"
 
 
 # ----------------------------------------------------------------------------- the bank picture
@@ -139,16 +302,16 @@ def _request(kernel, *args, **pick):
 def test_bank_layout_places_words_in_wavefronts(stride, rows):
     request = _request(k.shared_read_kernel, np.zeros(32, np.float32), stride, 1,
                        source="buffer[slot + u32(32 * j)]")
-    layout = plots.shared_bank_layout(request)
+    layout = pictures.shared_bank_layout(request)
     assert layout["wavefront"].max() + 1 == rows == request.attrs["wavefronts"]
     assert (layout["bank"] == layout["word"] % 32).all()
-    fig = plots.shared_memory_banks(request, provenance="simulated")
+    fig = pictures.shared_memory_banks(request, provenance="simulated")
     assert f"{rows} wavefront" in fig.axes[0].get_title(loc="left")
 
 
 def test_bank_layout_of_a_float64_access_spans_two_words_and_two_phases():
     request = _request(k.shared_stride64_kernel, np.arange(32.0), np.zeros(32), 1, array="buffer", op="ld")
-    layout = plots.shared_bank_layout(request)
+    layout = pictures.shared_bank_layout(request)
     assert len(layout) == 64 and set(layout["wavefront"]) == {0, 1}  # half-warps, no conflict
     assert layout.groupby("wavefront")["bank"].nunique().tolist() == [32, 32]
 
@@ -156,77 +319,94 @@ def test_bank_layout_of_a_float64_access_spans_two_words_and_two_phases():
 def test_bank_layout_refuses_a_global_request():
     request = _request(k.shared_read_kernel, np.zeros(32, np.float32), 1, 1, array="out")
     with pytest.raises(ValueError, match="shared-memory"):
-        plots.shared_bank_layout(request)
+        pictures.shared_bank_layout(request)
 
 
-def test_time_vs_wavefronts_draws_the_fitted_line(table):
-    cost = lesson.read_cost(table, sms=132)
-    intercept, slope = plots.wavefront_fit(cost)  # the fixture: time exactly proportional
-    assert intercept == pytest.approx(0, abs=1e-9) and slope == pytest.approx(cost["ns_per_request"].iloc[1])
-    fig = plots.time_vs_wavefronts(cost)
-    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    assert labels[0].startswith("fit:") and labels[1] == "measured"
+# (layout, tile width, variant, source of the kernel's first tile read): the kernel's real placement
+KERNEL_LAYOUTS = [
+    ("unpadded", 32, "tile32", "tile[tx, ty]"),
+    ("padded", 32, "tile32_padded", "tile[tx, ty]"),
+    ("xor", 32, "tile32_swizzled", "tile[tx, ty ^ tx]"),
+    ("float4", 32, "tile32_vec4", "tile[word(r, c)]"),
+    ("float4_xor", 32, "tile32_vec4_swizzled", "tile[word(r, c)]"),
+    ("xor", 64, "tile64_swizzled", "tile[tile64_word(r, c)]"),
+    ("float4_xor", 64, "tile64_vec4_swizzled", "tile[word(r, c)]"),
+]
 
 
-# ------------------------------------------------- Nsight Compute on the H200 against the tracer
+@pytest.mark.parametrize("layout, width, variant, source", KERNEL_LAYOUTS)
+def test_tile_words_are_where_the_kernels_put_each_element(layout, width, variant, source):
+    a = np.arange(width * width, dtype=np.float32).reshape(width, width)
+    out = np.zeros_like(a)
+    kernel, grid, block, args = lesson._launch_config(variant, a, out)
+    request = trace(kernel, grid, block, *args).request(source=source, op="ld")
+    rows, cols = lesson.warp_read_elements(layout)
+    expected = lesson.tile_words(layout, width, width)[rows, cols]
+    assert request.sort_values("lane")["word"].tolist() == expected.tolist()
+    assert lesson.request_wavefronts(expected) == request.attrs["wavefronts"]
+    assert np.array_equal(out, a.T)
 
 
-def _recorded_ncu() -> dict:
-    payload = json.loads(GPU_DATA.read_text())
-    by_case: dict = {}
-    for row in payload["ncu"]:
-        by_case.setdefault(row["case"], {})[row["metric"]] = row["value"]
-    return by_case
+def test_bank_layouts_for_the_picture():
+    panels = {p["layout"]: p for p in lesson.bank_layouts(lesson.LAYOUTS)}
+    assert {name: p["wavefronts"] for name, p in panels.items()} == {
+        "unpadded": 32, "padded": 1, "xor": 1, "float4": 8, "float4_xor": 1}
+    assert (panels["unpadded"]["banks"][:, 0] == 0).all()  # a column: all in bank 0
+    assert sorted(panels["padded"]["banks"][:, 0]) == list(range(32))
+    assert np.array_equal(panels["xor"]["banks"], lesson.tile_words("xor") % 32)
+    with pytest.raises(ValueError, match="unknown layout"):
+        lesson.tile_words("diagonal")
+    fig = pictures.tile_bank_maps(lesson.bank_layouts())
+    assert len(fig.axes) == 4 and "32 wavefronts" in fig.axes[0].get_title(loc="left")
 
 
-# (case, metric) -> (tracer, ncu, why): where the compiler does not run the source as written.
-# Each entry must hold exactly; every other count of every case must be equal.
-PREDICATED = ("the compiler predicates some guarded accesses of the 64x64 scalar path instead of "
-              "branching around them: a warp with no active lane still executes (and ncu counts) them; "
-              "their sectors are the same")
-SUNK = ("the compiler moves the first of four unguarded tile reads into the branch of its store, so "
-        "lanes past the matrix's last row do not read it: fewer lanes, fewer conflicting words")
-KNOWN_DIFFERENCES: dict[tuple[str, str], tuple[int, int, str]] = {
-    ("tile64_vec4/45x70", "smsp__inst_executed_op_global_ld.sum"): (135, 192, PREDICATED),
-    ("tile64_vec4_swizzled/45x70", "smsp__inst_executed_op_global_ld.sum"): (135, 192, PREDICATED),
-    ("tile64_vec4/45x70", "smsp__inst_executed_op_shared_st.sum"): (135, 180, PREDICATED),
-    ("tile64_vec4/45x70", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"): (1152, 1060, SUNK),
-    ("tile64_vec4/45x70", "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"): (1008, 916, SUNK),
-}
+def test_variant_design_covers_every_transpose():
+    design = lesson.variant_design().set_index("variant")
+    assert list(design.index) == lesson.ALL_TRANSPOSES
+    assert set(design["layout"]) - {"none"} <= set(lesson.LAYOUTS)
+    assert all(lesson.kernel_name(v).endswith("_kernel") for v in lesson.ALL_TRANSPOSES)
 
 
-@pytest.mark.parametrize("case", lesson.ncu_cases(), ids=lambda c: c["name"])
-def test_tracer_counts_equal_the_recorded_ncu_counts(case):
-    recorded = _recorded_ncu()
-    assert case["name"] in recorded, f"{case['name']} not in {GPU_DATA.name}"
-    counts = trace(case["kernel"], case["grid"], case["block"], *case["args"]).totals
-    for metric, value in recorded[case["name"]].items():
-        if metric not in counts:
-            continue
-        known = KNOWN_DIFFERENCES.get((case["name"], metric))
-        if known is None:
-            assert counts[metric] == value, (case["name"], metric)
-        else:
-            assert (counts[metric], value) == known[:2], (case["name"], metric, known[2])
+# ----------------------------------------------------------------- the sections, on the simulator
 
 
-def test_ncu_saw_no_conflicts_in_padded_and_swizzled_tiles():
-    recorded = _recorded_ncu()
-    for name, metrics in recorded.items():
-        if name.split("/")[0] in ("tile32_padded", "tile32_swizzled", "tile64_vec4_swizzled"):
-            assert metrics["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"] == 0, name
-            assert metrics["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"] == 0, name
+def test_the_sections_run_end_to_end_with_a_fixed_clock(monkeypatch):
+    """What only a GPU run executes (launchers, poisoning, checks, facts, evidence), on tiny shapes:
+    the GPU's clock, compiler and driver replaced by stand-ins."""
+    from types import SimpleNamespace
 
+    from gpu_lessons import bench
+    from gpu_lessons.results.evidence import check_evidence
 
-def test_calculator_agrees_with_ncu_on_resident_blocks():
-    table = lesson.occupancy_table(lesson.gpu_extras())
-    assert len(table) == 1 + len(lesson.TRANSPOSE_VARIANTS)
-    assert (table["calculator_blocks"] == table["resident_blocks"]).all()
-    padded = table.set_index("case").loc["tile32_padded/64x128"]
-    assert (padded["shared_bytes"], padded["shared_bytes_with_reserve"]) == (32 * 33 * 4, 32 * 33 * 4 + 1024)
+    def measure(launch, input_sets=1, **_):
+        launch(0)  # the output is checked afterwards: launch once
+        return bench.Timing(2.0, 1.5, 3.0, 25)
 
-
-def test_padding_costs_a_block_only_on_a_boundary():
-    cost = lesson.padding_cost().set_index("tile")
-    assert cost.loc["32x32", "blocks_per_sm"] == cost.loc["32x33", "blocks_per_sm"] == 8
-    assert (cost.loc["64x224", "blocks_per_sm"], cost.loc["64x225", "blocks_per_sm"]) == (4, 3)
+    recorded_kernels = []
+    monkeypatch.setattr(bench, "measure", measure)
+    monkeypatch.setattr(runner.Run, "kernel", lambda run, name, kernel, args, sass_pattern=None:
+                        recorded_kernels.append(name))
+    monkeypatch.setattr(lesson, "driver_blocks_per_sm", lambda kernel, threads, signature=None: 1)
+    monkeypatch.setattr(lesson, "device_info", lambda: SimpleNamespace(sms=1))
+    monkeypatch.setattr(lesson, "READ_BLOCKS_PER_SM", 1)
+    monkeypatch.setattr(lesson, "READ_REPS", 1)
+    monkeypatch.setattr(lesson, "READ_STRIDES", [0, 33])
+    monkeypatch.setattr(lesson, "SQUARE", (32, 36))  # a whole tile and an edge
+    counts = traffic().reset_index()  # traced before the tracer is replaced by its result
+    monkeypatch.setattr(lesson, "traced_transposes", lambda shape, variants: counts)
+    sections = (runner.Section("shared reads", lesson._shared_reads),
+                runner.Section("transposes", lesson._transposes_at((32, 36))),
+                *(s for s in lesson.SECTIONS
+                  if s.name.startswith(("padded tile", "32x32 to 64x64", "traced"))))
+    result = runner.measure(SimpleNamespace(NAME=lesson.NAME, SECTIONS=sections), show_progress=False)
+    assert not result.failures, result.failures
+    timed = set(result.table["variant"])
+    assert set(lesson.ALL_TRANSPOSES) | {"copy", "shared_read"} == timed
+    assert set(recorded_kernels) == {lesson.kernel_name(v) for v in lesson.ALL_TRANSPOSES} | {
+        "shared_read_kernel", "shared_stride64_kernel"}
+    grids = result.facts["grid_stride_grids"]
+    assert grids["tile32_padded_prefetch"] == {"blocks_per_sm": 1, "blocks": 1, "tiles": 2}
+    assert [row["stride"] for row in result.facts["stride_wavefronts"]] == lesson.READ_STRIDES
+    assert len(result.facts["transpose_traffic"]["rows"]) == len(TILED)
+    assert len(sections) == 5
+    check_evidence(result.evidence, lesson.NAME)

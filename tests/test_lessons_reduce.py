@@ -1,6 +1,9 @@
-"""Lesson 5's experiment module: registry, comparisons, the views and models the notebook shows."""
+"""Lesson 5's experiment module: the protocol, the readers (pure functions of a LessonResult), the
+models, the tree counts against the tracer, the concept pictures and the figures, on a synthetic
+result whose answers are known and on the committed recording as it is."""
 
 import math
+from dataclasses import replace
 
 import matplotlib
 
@@ -13,89 +16,321 @@ import pytest  # noqa: E402
 from gpu_lessons import lessons  # noqa: E402
 from gpu_lessons.kernels import reduce as k  # noqa: E402
 from gpu_lessons.lessons import reduce as lesson  # noqa: E402
-from gpu_lessons.results import make_table  # noqa: E402
+from gpu_lessons.plots.style import alt_text  # noqa: E402
+from gpu_lessons.results import Evidence, LessonResult, RecordingError, make_table, read_result  # noqa: E402
+from gpu_lessons.scoreboard import score  # noqa: E402
+from gpu_lessons.sim import trace  # noqa: E402
 
-CEILINGS = {"bandwidth_gbps": 4270.0, "bandwidth_variant": "copy_vec4"}
+ROOF = {"bandwidth_gbps": 4270.0, "bandwidth_variant": "copy_vec4", "peak_gflops": 64304.0}
 T0_US, BW = 6.0, 4000.0  # the synthetic table's launch cost and bandwidth
+SMS = 132
+META = {"gpu": "NVIDIA H200", "slug": "test-gpu", "compute_capability": "9.0", "sms": SMS,
+        "sm_clock_mhz": 2000.0, "memory_clock_mhz": 3201.0, "driver": "13.0", "cuda_runtime": "13.0",
+        "numba": "0.68.0", "numba_cuda": "0.30.4", "python": "3.12", "date": "2026-12-01T00:00:00+00:00",
+        "command": "test", "git_revision": "abc", "lesson": "reduce", "peak_fp32_gflops": 66908.2}
+RESIDENT = {"vec4": 6, "vec4_last_block": 8, "vec4_lb8": 8, "vec4_maxreg32": 8, "vec4_u2": 8, "vec4_smem4": 4}
+REPS = 1024
+# SM cycles per tree: the frame costs 100; the trees cost as the paths model says for interleaved (10 per
+# warp instruction: 47, 12) and as the wavefront model says for strided_index (141 wavefronts, not 36).
+TREE_CYCLES = {"no_tree": 100.0, "interleaved": 100 + 470.0, "strided_index": 100 + 120.0 * 141 / 36,
+               "sequential": 100 + 120.0}
 
 
-def row(variant, n, param=math.nan, provider="gpu_lessons", t0_us=T0_US, bw=BW):
-    ms = (t0_us * 1e-6 + 4 * n / (bw * 1e9)) * 1e3
+def row(variant, n, param=math.nan, provider="gpu_lessons", t0_us=T0_US, bw=BW, ms=None, flops=None):
+    ms = (t0_us * 1e-6 + 4 * n / (bw * 1e9)) * 1e3 if ms is None else ms
     return {"lesson": lesson.NAME, "variant": variant, "provider": provider, "size": n, "param": param,
-            "bytes": 4 * n, "flops": n, "runs": 25, "median_ms": ms, "min_ms": ms, "max_ms": ms}
+            "bytes": 4 * n, "flops": n if flops is None else flops, "runs": 25, "median_ms": ms, "min_ms": ms,
+            "max_ms": ms}
 
 
-@pytest.fixture(scope="module")
-def table():
+def synthetic_rows():
     rows = []
     for i, name in enumerate(k.BY_NAME):
         param = lesson.DEFAULT_BLOCKS_PER_SM if k.BY_NAME[name].grid_stride else math.nan
         steps_left = max(0, len(k.PROGRESSION) - 1 - i)  # each step twice as fast; then at BW
         rows.append(row(name, lesson.BIG, param, t0_us=T0_US if not steps_left else 0.0,
                         bw=BW / 2**steps_left))
-    for name in lesson.GRID_VARIANTS:
+    for name in ("grid_stride", "warp_shuffle"):
         for bps in lesson.BLOCKS_PER_SM:
             if bps != lesson.DEFAULT_BLOCKS_PER_SM:
                 rows.append(row(name, lesson.BIG, bps, bw=BW * min(1, bps / 4)))
+    for name in lesson.WAVE_VARIANTS:
+        for bps in lesson.WAVE_BLOCKS_PER_SM:
+            if not (name in k.BY_NAME and bps == lesson.DEFAULT_BLOCKS_PER_SM):
+                waves = bps / RESIDENT[name]
+                rows.append(row(name, lesson.BIG, bps, bw=BW * waves / math.ceil(waves)))  # the tail model
     for n in lesson.SIZES:
         for name in lesson.SWEEP_VARIANTS:
             if n != lesson.BIG:
                 rows.append(row(name, n, lesson.DEFAULT_BLOCKS_PER_SM))
         rows.append(row(lesson.CUPY, n, provider="cupy", t0_us=9.0))
         rows.append(row(lesson.NUMBA_REDUCE, n, bw=300.0))
-    return make_table(rows)
+    clock_ghz = META["sm_clock_mhz"] / 1e3
+    for bps in lesson.TREE_BLOCKS_PER_SM:
+        blocks = bps * SMS
+        for kind in k.TREE_KINDS:
+            tiles = lesson.BIG // k.BLOCK
+            ms = TREE_CYCLES[kind] / clock_ghz * tiles / SMS / 1e6
+            rows.append(row(f"tiles_{kind}", lesson.BIG, bps, ms=ms))
+            trees = REPS * blocks
+            rows.append(row(f"repeat_{kind}", blocks * k.BLOCK, bps, flops=trees * 255,
+                            ms=2 * TREE_CYCLES[kind] / clock_ghz * trees / SMS / 1e6))
+    return rows
 
 
-def test_registered_with_a_notebook():
+def synthetic_facts():
+    variants = {name: {"kernel": name, "registers": 38 if resident == 6 else 32, "static_shared_bytes": 128,
+                       "dynamic_shared_bytes": 57216 if name == "vec4_smem4" else 0,
+                       "threads_per_block": 256, "resident_per_sm_driver": resident,
+                       "resident_per_sm_calculator": resident}
+                for name, resident in RESIDENT.items()}
+    return {
+        "waves": {"sms": SMS, "size": lesson.BIG, "blocks_per_sm": lesson.WAVE_BLOCKS_PER_SM,
+                  "variants": variants},
+        "trees": {"reps": REPS, "tile": 256, "sms": SMS, "blocks_per_sm": lesson.TREE_BLOCKS_PER_SM,
+                  "tiles_size": lesson.BIG},
+        "float": [
+            {"variant": "atomic_per_element", "provider": "gpu_lessons", "size": 2**24, "runs": 20,
+             "distinct_results": 19, "max_error": 275.0, "relative_error": 3.3e-5, "error_bound": None,
+             "depth": 2**24, "blocks": 65536},
+            {"variant": "vec4_last_block", "provider": "gpu_lessons", "size": 2**24, "runs": 20,
+             "distinct_results": 1, "max_error": 0.5, "relative_error": 6e-8, "error_bound": 21.5,
+             "depth": 43, "blocks": 1056},
+            {"variant": lesson.CUPY, "provider": "cupy", "size": 2**24, "runs": 20, "distinct_results": 1,
+             "max_error": 0.5, "relative_error": 6e-8, "error_bound": None, "depth": None, "blocks": None},
+        ],
+        "float_grids": [{"variant": "vec4_last_block", "size": lesson.BIG, "blocks_per_sm": b,
+                         "blocks": b * SMS, "runs": 5, "distinct_results": 1, "value": 1.3e8 + b,
+                         "bits": f"{b:08x}"} for b in lesson.FLOAT_GRID_BLOCKS_PER_SM],
+        "float_grid": {"sms": SMS, "blocks_per_sm": 8, "blocks": 8 * SMS, "runs": 20},
+    }
+
+
+PER_TREE_INSTRUCTIONS = {"no_tree": 40, "interleaved": 40 + 47 * 6, "strided_index": 40 + 12 * 6,
+                         "sequential": 40 + 12 * 6}
+
+
+def synthetic_ncu():
+    """Counters in the shape ncu_cases() records: the taught trees on one block, the repeat kernels
+    at 8 and 16 repetitions (a fixed prologue plus a cost per repetition)."""
+    cases = {}
+    for name in lesson.NCU_TREES:
+        metrics = {metric: 100 for metric in lesson.NCU_METRICS}
+        metrics["smsp__thread_inst_executed.sum"] = 100 * 20
+        cases[f"{name}/one block"] = {"kernel": name, "source": "run", "metrics": metrics}
+    for kind, per_tree in PER_TREE_INSTRUCTIONS.items():
+        for reps in lesson.NCU_REPS:
+            metrics = {metric: 7 * reps for metric in lesson.NCU_METRICS}
+            metrics["smsp__inst_executed.sum"] = 500 + per_tree * reps
+            metrics["smsp__thread_inst_executed.sum"] = 16000 + 16 * per_tree * reps
+            cases[f"repeat_{kind}/reps={reps}"] = {"kernel": f"repeat_{kind}", "source": "run",
+                                                    "metrics": metrics}
+    return cases
+
+
+@pytest.fixture(scope="module")
+def result():
+    evidence = Evidence(facts=synthetic_facts(), kernels={
+        "vec4": {"registers": 38, "shared_bytes": 128, "local_bytes": 0,
+                 "sass": {"counts": {"LDG.E.128": 7, "LDG.E": 1, "REDG.E.ADD.F32.FTZ.RN.STRONG.GPU": 1,
+                                     "SHFL.DOWN": 15, "BAR.SYNC.DEFER_BLOCKING": 1},
+                          "lines": ["LDG.E.128 R4"]}},
+        "vec4_last_block": {"registers": 32, "shared_bytes": 260, "local_bytes": 0,
+                            "sass": {"counts": {"LDG.E.128": 7, "LDG.E.64": 1, "ATOMG.E.ADD.STRONG.GPU": 1,
+                                                "MEMBAR.SC.GPU": 2}}}}, ncu=synthetic_ncu())
+    return LessonResult(lesson=lesson.NAME, table=make_table(synthetic_rows()), meta=META, evidence=evidence)
+
+
+@pytest.fixture(scope="module")
+def recorded():
+    return read_result(lesson.NAME, gpu="nvidia-h200")
+
+
+def test_registered_with_its_sections_and_ncu_cases():
     assert lessons.get("reduce") is lesson
     assert lesson.NOTEBOOK == "05_reduce.ipynb"
+    assert [s.name for s in lesson.SECTIONS] == ["progression", "grid", "vec4 waves", "sizes", "references",
+                                                 "trees without atomics", "floating point"]
+    assert len(set(lesson.NCU_METRICS)) == len(lesson.NCU_METRICS) == 8
 
 
-def test_comparisons_score_on_the_table(table, tmp_path):
-    from gpu_lessons.results import Recording
-    from gpu_lessons.scoreboard import score
+def test_ncu_cases_launch_once_each_and_check_their_result():
+    cases = lesson.ncu_cases()
+    assert len({c.name for c in cases}) == len(cases) == 3 + 2 * len(k.TREE_KINDS)
+    kernels = {**{name: k.KERNELS[name] for name in lesson.NCU_TREES},
+               **{f"repeat_{kind}": kernel for kind, kernel in k.REPEATS.items()}}
+    assert {c.kernel for c in cases} == set(kernels)
+    for case in cases:  # the name ncu reports must contain the case's kernel name
+        assert case.kernel in kernels[case.kernel].py_func.__name__
+    for case in (cases[2], cases[3]):  # one taught tree, one repeat kernel (the rest are the same code)
+        case.launch()
+        assert case.check(), case.name
 
-    recording = Recording(table, {"slug": "test-gpu", "lesson": lesson.NAME}, tmp_path, tmp_path)
-    scores = [score(recording, c) for c in lesson.COMPARISONS]
+
+def test_comparisons_score_on_the_result(result):
+    scores = [score(result, c) for c in lesson.COMPARISONS]
     assert [s["size"] for s in scores] == [lesson.BIG, lesson.MID, lesson.BIG]
     assert scores[1]["ratio"] > 1  # 6 us against CuPy's 9 us of fixed cost at 2^24
     assert scores[2]["best_variant"] in k.DETERMINISTIC
 
 
-def test_progression_in_teaching_order_with_speedups(table):
-    steps = lesson.progression_table(table, CEILINGS)
+def test_progression_in_teaching_order_with_speedups(result):
+    steps = lesson.progression_table(result, ROOF)
     assert list(steps.index) == list(k.BY_NAME)
     assert math.isnan(steps["speedup"].iloc[0])
-    steps_after_first = len(k.PROGRESSION) - 2
-    assert steps["speedup"].iloc[1:-3].round(2).tolist() == [2.0] * steps_after_first
+    halvings = len(k.PROGRESSION) - 2  # the last step (vec4) also pays the 6 us launch cost
+    assert steps["speedup"].iloc[1:1 + halvings].round(2).tolist() == [2.0] * halvings
+    assert steps["of_ceiling"].iloc[-1] == pytest.approx(steps["gbps"].iloc[-1] / ROOF["bandwidth_gbps"])
 
 
-def test_launch_model_recovers_cost_and_bandwidth(table):
-    fits = lesson.launch_model(table, ["vec4", lesson.CUPY]).set_index("variant")
+def test_launch_model_recovers_cost_and_bandwidth(result):
+    fits = lesson.launch_model(result, ["vec4", lesson.CUPY]).set_index("variant")
     assert fits.loc["vec4", "t0_us"] == pytest.approx(T0_US, rel=1e-6)
     assert fits.loc["vec4", "bw_gbps"] == pytest.approx(BW, rel=1e-6)
     assert fits.loc[lesson.CUPY, "t0_us"] == pytest.approx(9.0, rel=1e-6)
     assert fits["max_model_error"].max() < 1e-9
 
 
-def test_in_flight_and_implied_latency(table):
-    view = lesson.in_flight(table, sms=132).set_index(["variant", "param"])
+def test_versus_and_ratio_range(result, recorded):
+    ratios = lesson.versus(result)
+    assert ratios.loc[2**10, "vec4"] > 1.3 and ratios.loc[lesson.BIG, "vec4"] == pytest.approx(1.0, abs=0.02)
+    low, high = lesson.ratio_range(recorded, "vec4_last_block", 2**13, 2**20)
+    assert (round(low, 2), round(high, 2)) == (0.95, 1.01)  # only vec4 wins there
+    assert lesson.ratio_range(recorded, "vec4", 2**13, 2**20)[0] > 1.1
+
+
+def test_grid_rows_and_in_flight(result, recorded):
+    for source in (result, recorded):
+        grid = lesson.grid_rows(source)
+        assert set(grid["variant"]) == set(lesson.GRID_VARIANTS)
+        assert set(grid["param"]) == set(lesson.BLOCKS_PER_SM)
+    view = lesson.in_flight(result).set_index(["variant", "param"])
     vec4 = view.loc[("vec4", 1.0)]
     assert vec4["bytes_in_flight_per_sm"] == 256 * 64
-    assert vec4["implied_latency_ns"] == pytest.approx(256 * 64 * 132 / vec4["gbps"])
+    assert vec4["implied_latency_ns"] == pytest.approx(256 * 64 * SMS / vec4["gbps"])
 
 
-def test_versus_cupy(table):
-    ratios = lesson.versus(table)
-    small, big = ratios.loc[2**10, "vec4"], ratios.loc[lesson.BIG, "vec4"]
-    assert small > 1.3 and big == pytest.approx(1.0, abs=0.02)
+def test_waves_from_the_driver_residency(result):
+    waves = lesson.waves_table(result).set_index(["variant", "blocks_per_sm"])
+    assert waves.loc[("vec4", 8), "waves"] == pytest.approx(8 / 6)
+    assert waves.loc[("vec4", 8), "last_wave_fill"] == pytest.approx(1 / 3)
+    assert waves.loc[("vec4", 12), "last_wave_fill"] == 1.0
+    assert waves.loc[("vec4_smem4", 8), "waves"] == 2.0
+    assert waves.loc[("vec4_lb8", 12), "of_best"] == pytest.approx(1.5 / 2, rel=0.01)  # the tail model
+    assert list(dict.fromkeys(waves.index.get_level_values("variant"))) == lesson.WAVE_VARIANTS
 
 
-def test_figures_render(table):
-    figures = lesson.figures(table, CEILINGS, "synthetic")
-    assert set(figures) == {"progression", "bandwidth_vs_size", "time_vs_size", "grid"}
-    labels = [t.get_text() for t in figures["progression"].axes[0].get_yticklabels()]
-    assert labels[0] == "atomic_per_element" and labels[len(k.BY_NAME)] in (lesson.CUPY, lesson.NUMBA_REDUCE)
+def test_readers_name_what_an_older_recording_lacks(recorded):
+    for reader, key in ((lesson.waves_table, "facts.waves"), (lesson.tree_costs, "facts.trees"),
+                        (lesson.float_grids, "facts.float_grids")):
+        with pytest.raises(RecordingError, match=key.replace(".", r"\.")):
+            reader(recorded)
+
+
+def test_float_table_says_when_there_is_no_bound(recorded, result):
+    table = lesson.float_table(recorded).set_index(["size", "variant"])
+    atomic = table.loc[(2**24, "atomic_per_element")]
+    assert atomic["bound"] == "none (d u >= 1)" and atomic["error_bound"] == math.inf
+    assert math.isnan(atomic["error_over_bound"])  # not 0.0: there is no bound to be a fraction of
+    cub = table.loc[(2**24, lesson.CUPY)]
+    assert cub["bound"].startswith("not derived") and math.isnan(cub["error_over_bound"])
+    vec4 = table.loc[(2**28, "vec4_last_block")]
+    assert vec4["bound"] == "derived" and 0 < vec4["error_over_bound"] < 1
+    assert vec4["relative_bound"] == pytest.approx(k.gamma(int(vec4["depth"])))
+    assert vec4["blocks"] == 1056 and vec4["blocks_source"].startswith("8 blocks/SM x 132 SMs")
+    new = lesson.float_table(result).set_index("variant")
+    assert new.loc["atomic_per_element", "bound"] == "none (d u >= 1)"
+    assert new.loc["vec4_last_block", "blocks_source"] == "recorded"
+    assert new.loc[lesson.CUPY, "bound"].startswith("not derived")
+
+
+def test_same_bits_for_the_same_grid(result):
+    grids = lesson.float_grids(result)
+    assert (grids["distinct_results"] == 1).all() and grids["value"].nunique() == len(grids)
+    assert lesson.float_grid(result)["blocks"] == 8 * SMS
+
+
+def test_resources_and_sass_markers_read_old_and_new_counts(recorded, result):
+    old = lesson.resources_table(recorded)
+    assert old.loc["vec4", "blocks_per_sm"] == 6 and old.loc["vec4_last_block", "blocks_per_sm"] == 8
+    assert old.loc["vec4_last_block", "MEMBAR"] == 2 and old.loc["atomic_per_element", "REDG.E.ADD.F32"] == 1
+    new = lesson.resources_table(result, limits=lesson.sm_limits())
+    assert new.loc["vec4", "REDG.E.ADD.F32"] == 1 and new.loc["vec4", "LDG.E"] == 1
+    assert new.loc["vec4_last_block", "LDG.E"] == 0 and new.loc["vec4_last_block", "MEMBAR"] == 2
+    assert lesson.sass_excerpt(recorded, "vec4")[1].startswith("LDG.E.128")
+    with pytest.raises(RecordingError, match="kernels.tree_sequential.sass.lines"):
+        lesson.sass_excerpt(recorded, "tree_sequential")
+
+
+def test_tree_model_counts():
+    counts = lesson.tree_model_table()
+    assert counts["warp_instructions"].to_dict() == {"interleaved": 47, "strided_index": 12, "sequential": 12}
+    assert counts["wavefronts_load_src"].to_dict() == {"interleaved": 47, "strided_index": 47,
+                                                       "sequential": 12}
+    assert counts["worst_conflict_ways"].to_dict() == {"interleaved": 1, "strided_index": 8, "sequential": 1}
+    assert (counts["active_lanes"] == 255).all() and (counts["levels"] == 8).all()
+
+
+def traced_add(kernel, *args):
+    x = np.random.default_rng(0).random(k.BLOCK, dtype=np.float32)
+    return lesson.traced_add(trace.trace(kernel, 1, k.BLOCK, x, *args))
+
+
+@pytest.mark.parametrize("kind", ["interleaved", "strided_index", "sequential"])
+def test_the_tracer_counts_what_the_tree_model_counts(kind):
+    """One block of 256, traced: the taught kernel's add and the repeat kernel's (one repetition) have
+    the warp instructions, lanes and wavefronts tree_model_counts derives from the indices alone.
+    Interleaved: 8 warps busy until s >= 32 (8*5 + 4 + 2 + 1 = 47 instructions, few lanes each);
+    strided index: 12 packed instructions, 47 wavefronts (up to 8-way conflicts); sequential: 12, 12."""
+    model = lesson.tree_model_counts(kind)
+    taught = traced_add(k.KERNELS[lesson.TREE_OF_KIND[kind]], np.zeros(1, np.float32))
+    repeated = traced_add(k.REPEATS[kind], np.zeros(1, np.float32), np.int32(1))
+    for add in (taught, repeated):
+        assert add["instructions"].tolist() == [model["warp_instructions"]] * 3
+        assert add["threads"].tolist() == [model["active_lanes"]] * 3
+        assert add["wavefronts"].tolist() == [model["wavefronts_load_dst"], model["wavefronts_load_src"],
+                                              model["wavefronts_store"]]
+
+
+def test_ncu_readers(result, recorded):
+    per_tree = lesson.ncu_per_tree(result)
+    assert per_tree["warp_instructions"].to_dict() == PER_TREE_INSTRUCTIONS
+    assert per_tree.loc["interleaved", "tree_warp_instructions"] == 47 * 6
+    assert (per_tree["lanes_per_instruction"] == 16).all() and (per_tree["shared_wavefronts"] == 14).all()
+    counts = lesson.ncu_tree_counts(result)
+    assert list(counts.index) == list(lesson.NCU_TREES) and (counts["lanes_per_instruction"] == 20).all()
+    with pytest.raises(RecordingError, match="ncu.tree_interleaved/one block is missing"):
+        lesson.ncu_tree_counts(recorded)
+
+
+def test_tree_costs_and_the_divergence_models(result):
+    costs = lesson.tree_costs(result).set_index(["setting", "blocks_per_sm", "kind"])
+    assert costs.loc[("tiles", 8, "no_tree"), "cycles_per_tree_per_sm"] == pytest.approx(100.0)
+    assert costs.loc[("repeat", 1, "interleaved"), "extra_cycles"] == pytest.approx(2 * 470.0)
+    model = lesson.divergence_model(result).set_index(["kind", "setting", "blocks_per_sm"]).sort_index()
+    assert model.loc["interleaved", "measured / paths_model"].to_numpy() == pytest.approx(1.0)
+    assert model.loc["interleaved", "measured / wavefronts_model"].to_numpy() == pytest.approx(1.0)
+    assert model.loc["strided_index", "measured / paths_model"].to_numpy() == pytest.approx(141 / 36)
+    assert model.loc["strided_index", "measured / wavefronts_model"].to_numpy() == pytest.approx(1.0)
+    predicted = model.loc[("strided_index", "tiles", 8), "wavefronts_model_cycles"]
+    assert predicted == pytest.approx(120 * 141 / 36)
+
+
+def test_shuffle_pictures_are_functions_of_lane_indices():
+    down, xor = lesson.lane_contributions("down"), lesson.lane_contributions("xor")
+    assert down.shape == (5, 32, 32)
+    assert (down[-1][0] == 1).all()  # lane 0: every value once
+    assert down[-1][31][31] == 32 and down[-1][31].sum() == 32  # past the end: its own value, doubled 5 times
+    assert (xor[-1] == 1).all()  # the butterfly: every lane, every value once
+    steps = lesson.shuffle_steps("down")
+    assert not steps[(steps["offset"] == 16) & (steps["lane"] == 16)]["in_range"].item()
+    with pytest.raises(ValueError, match="down' or 'xor"):
+        lesson.shuffle_steps("up")
+
+
+def test_adds_per_read_in_one_unit():
+    ratio = lesson.adds_per_read(ROOF["bandwidth_gbps"], META["peak_fp32_gflops"])
+    assert ratio == pytest.approx(31.3, abs=0.05)  # float adds per float read: not 16
 
 
 def test_host_orders_show_the_order_of_additions():
@@ -106,9 +341,17 @@ def test_host_orders_show_the_order_of_additions():
     assert abs(sequential - exact) > 10 * abs(pairwise - exact)
 
 
-def test_tree_counts_table():
-    counts = lesson.tree_counts(lesson.tree_traces())
-    assert counts.loc["tree_interleaved", "lanes per instruction"] < 8
-    assert counts.loc["tree_strided_index", "bank conflicts"] > 0
-    assert counts.loc["tree_sequential", "bank conflicts"] == 0
-    assert isinstance(counts, pd.DataFrame)
+def test_figures_render_with_alt_text(result, recorded):
+    measured = {"progression", "bandwidth_vs_size", "time_vs_size", "grid", "floating_point",
+                "tree_activity", "shuffle_butterflies"}
+    old = lesson.figures(recorded, ROOF)
+    assert set(old) == measured  # the committed recording predates the waves and trees sections
+    new = lesson.figures(result, ROOF)
+    assert set(new) == measured | {"vec4_waves", "trees_without_atomics"}
+    for figure in [*old.values(), *new.values()]:
+        assert alt_text(figure)
+    without_cupy = replace(result, table=result.table[result.table["provider"] != "cupy"])
+    assert set(lesson.figures(without_cupy, ROOF)) == set(new)  # a GPU without CuPy: no reference rows
+    labels = [t.get_text() for t in new["progression"].axes[0].get_yticklabels()]
+    assert labels[0] == "atomic_per_element" and labels[len(k.BY_NAME)] in (lesson.CUPY, lesson.NUMBA_REDUCE)
+    assert isinstance(lesson.float_table(recorded), pd.DataFrame)

@@ -459,3 +459,23 @@ def test_tracer_matches_nsight_compute(case):
 def test_every_recorded_case_is_still_defined():
     unknown = set(RECORDED) - {c.name for c in ncu_counters.CASES}
     assert not unknown, f"recorded cases no longer in benchmarks/record_ncu_counters.py: {sorted(unknown)}"
+
+
+def test_a_16_byte_shared_load_read_by_lane_pairs_takes_half_warps():
+    """Nsight Compute on the H200 counts 2 phases, not 4, when lanes l and l^1 (or l^2) read the same
+    16 bytes (lesson 6's register tiles: 12 wavefronts per warp per k-step for step 11, not 16)."""
+    from gpu_lessons.sim import memory_model as mm
+
+    def wavefronts(addresses):
+        lanes = np.arange(32)
+        return mm.shared_wavefronts(np.zeros(32, int), lanes, np.asarray(addresses), np.full(32, 16), 1)
+
+    distinct = np.arange(32) * 16
+    assert tuple(int(v[0]) for v in wavefronts(distinct)) == (4, 4)  # 512 bytes: four quarter-warps
+    pairs = np.repeat(np.arange(16) * 16, 2)  # lane l reads what lane l^1 reads
+    assert tuple(int(v[0]) for v in wavefronts(pairs)) == (2, 2)
+    strided_pairs = np.array([(lane // 4 * 2 + lane % 2) * 16 for lane in range(32)])  # l and l^2
+    assert tuple(int(v[0]) for v in wavefronts(strided_pairs)) == (2, 2)
+    almost = pairs.copy()
+    almost[31] = 16 * 16  # one lane breaks the pairs (to banks no other lane of its phase uses)
+    assert int(wavefronts(almost)[0][0]) == 4

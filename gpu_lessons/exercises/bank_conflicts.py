@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numba
 import numpy as np
 from numba import cuda
@@ -18,6 +20,7 @@ from numba import cuda
 from ..device import WARP_SIZE
 from ..kernels import bank_conflicts as kernels
 from ..sim import memory_model
+from ..sim.trace import trace
 from . import guarded, report
 
 # ----------------------------------------------------------------------------- exercise 1
@@ -55,8 +58,6 @@ def check_wavefronts(predict) -> object:
 
 
 def solution_wavefronts(stride: int) -> int:
-    import math
-
     return 1 if stride == 0 else math.gcd(stride, 32)
 
 
@@ -69,8 +70,6 @@ STORES = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"
 
 def traced_conflicts(kernel, shape=EXERCISE_SHAPE):
     """Run a (32, 8)-block tile transpose under the tracer; (result is right, counts, by instruction)."""
-    from ..sim.trace import trace
-
     a = np.random.default_rng().standard_normal(shape, dtype=np.float32)
     out = np.full(shape[::-1], np.nan, np.float32)
     counts = trace(kernel, kernels.tiled_transpose_grid(shape), kernels.TRANSPOSE_BLOCK, a, out)

@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import cuda, float32
 
@@ -134,18 +136,39 @@ def check_tolerance(tolerance) -> object:
 
     def attempt():
         rng = np.random.default_rng()
-        for _ in range(50):
-            n = int(rng.integers(1, 5000))
+        cases = [(1000, 1000), (3, 2**22)]  # a deep tree too: there 1 / (1 - d u) is 4/3, not ~1
+        cases += [(n, int(rng.integers(1, n + 1))) for n in rng.integers(1, 5000, size=48).tolist()]
+        for n, depth in cases:
             x = (rng.standard_normal(n) * 10.0 ** rng.uniform(-3, 3)).astype(np.float32)
-            depth = int(rng.integers(1, n + 1))
             expected = _gamma(depth) * float(np.sum(np.abs(x), dtype=np.float64))
             got = tolerance(x, depth)
             if got is None or not np.isclose(float(got), expected, rtol=1e-6):
                 return report(name, False, f"n={n}, depth={depth}: you gave {got}, the bound is "
-                              f"{expected:.4g} (it grows with sum|x|, not with |sum x|)")
-        return report(name, True, "gamma_d * sum|x| on 50 random arrays and depths")
+                              f"{expected:.4g} ({_tolerance_hint(got, x, depth)})")
+        return report(name, True, f"gamma_d * sum|x| on {len(cases)} random arrays and depths")
 
     return guarded(name, attempt)
+
+
+def _tolerance_hint(got, x, depth) -> str:
+    """What a wrong tolerance most likely got wrong (each hint true of the formula)."""
+    u = 2.0**-24
+    abs_sum = float(np.sum(np.abs(np.asarray(x, np.float64))))
+    near = {
+        "the bound grows with sum|x|, not with |sum x|":
+            _gamma(depth) * abs(float(np.sum(x, dtype=np.float64))),
+        "u is the unit roundoff of float32, 2^-24 (half of machine epsilon 2^-23)":
+            2 * depth * u / (1 - 2 * depth * u) * abs_sum if 2 * depth * u < 1 else math.inf,
+        "gamma_d = d u / (1 - d u): the denominator matters once d u is not tiny": depth * u * abs_sum,
+    }
+    try:
+        value = float(got)
+    except (TypeError, ValueError):
+        return "return a number: gamma_d times sum|x|"
+    for hint, candidate in near.items():
+        if math.isfinite(candidate) and np.isclose(value, candidate, rtol=1e-6):
+            return hint
+    return "gamma_d * sum|x|, with gamma_d = d u / (1 - d u) and u = 2^-24"
 
 
 def solution_tolerance(x, depth):

@@ -12,6 +12,16 @@
                              in a fixed order (one launch, same bits every run)
    ``vec4_two_pass``         deterministic too: the partials summed by a second one-block launch
 
+Beside the steps, two experiments of the lesson have kernels here:
+
+- ``vec4`` twins, to find why ``vec4`` dips at 8-16 blocks per SM: ``vec4_lb8`` (launch_bounds
+  (256, 8)), ``vec4_maxreg32`` (a register cap), ``vec4_u2`` (two float4 in flight, not four), and
+  ``vec4_smem4`` (``vec4`` itself, launched with dynamic shared memory that lets 4 blocks share an SM);
+- trees without atomics, where the tree is the work: ``tiles_<kind>`` (each block reduces many
+  256-element tiles through shared memory, then writes its partial) and ``repeat_<kind>`` (each
+  block reduces the same tile ``reps`` times: no DRAM at all), for kind in ``TREE_KINDS``
+  (``no_tree``: the same loads, stores and barriers without the tree's levels).
+
 Kernels 1-8 accumulate into ``out[0]`` with float atomics, so ``out`` must be zeroed before each
 launch: ``launch()`` does it, because a user calling the reduction pays for it too. Host wrappers
 (``reduce_sum``) check their input, accept NumPy or device arrays, and return a float32. Indices
@@ -27,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import cuda, float32, int32, uint64
 
+from .. import SIMULATED
 from ..checks import (
     InputError,
     require_aligned,
@@ -36,6 +47,7 @@ from ..checks import (
     require_int,
 )
 from ..device import WARP_SIZE
+from ..occupancy import occupancy, shared_to_limit, sm_limits
 from ..vector import load4
 from .arrays import to_device
 from .launch import resident_blocks
@@ -43,6 +55,13 @@ from .launch import resident_blocks
 BLOCK = 256  # threads per block for every kernel here (shared arrays need a literal size)
 FULL_MASK = 0xFFFFFFFF
 UNROLL = 4  # float4 loads in flight per thread in the vec4 kernels' main loop
+
+
+def gpu_options(**options) -> dict:
+    """``cuda.jit`` options only the GPU compiler knows (register caps, launch bounds): the
+    simulator has no register allocator, and its ``jit`` takes no such options."""
+    return {} if SIMULATED else options
+
 
 # ------------------------------------------------------------------- 1. one atomic per element
 
@@ -337,6 +356,284 @@ def sum_partials(partials, count, out):
         out[0] = total
 
 
+# ------------------------------------------------- vec4 twins: why does vec4 dip at 8-16 blocks/SM?
+#
+# vec4 needs 38 registers, so 6 blocks of 256 share an SM; at 8 blocks per SM the grid is 1 1/3
+# waves of blocks. Each twin changes one thing: how many registers (so how many resident blocks),
+# or how many loads a thread has in flight, or (vec4_smem4) only how many blocks may share an SM.
+
+
+@cuda.jit(**gpu_options(launch_bounds=(BLOCK, 8)))
+def vec4_lb8(x, out):
+    """vec4 compiled with launch_bounds (256, 8): the compiler must fit 8 blocks per SM (<= 32 registers)."""
+    warp_sums = cuda.shared.array(WARP_SIZE, float32)
+    value = block_reduce_sum(vec4_thread_sum(x), warp_sums)
+    if cuda.threadIdx.x == 0:
+        cuda.atomic.add(out, 0, value)
+
+
+@cuda.jit(**gpu_options(max_registers=32))
+def vec4_maxreg32(x, out):
+    """vec4 compiled with a cap of 32 registers per thread (numba's max_registers)."""
+    warp_sums = cuda.shared.array(WARP_SIZE, float32)
+    value = block_reduce_sum(vec4_thread_sum(x), warp_sums)
+    if cuda.threadIdx.x == 0:
+        cuda.atomic.add(out, 0, value)
+
+
+@cuda.jit(device=True)
+def vec4_thread_sum_u2(x):
+    """vec4_thread_sum with two float4 loads in flight per thread instead of four."""
+    n = uint64(x.size)
+    groups = n // uint64(4)
+    threads = uint64(cuda.gridsize(1))
+    t = uint64(cuda.grid(1))
+    step = threads + threads
+    a0 = a1 = a2 = a3 = float32(0)
+    g = t
+    while g + threads < groups:  # full rounds: 32 bytes in flight per thread
+        p0, p1, p2, p3 = load4(x, g)
+        q0, q1, q2, q3 = load4(x, g + threads)
+        a0 += p0 + q0
+        a1 += p1 + q1
+        a2 += p2 + q2
+        a3 += p3 + q3
+        g += step
+    if g < groups:  # at most one float4 is left for this thread
+        p0, p1, p2, p3 = load4(x, g)
+        a0 += p0
+        a1 += p1
+        a2 += p2
+        a3 += p3
+    tail = groups * uint64(4) + t  # the n % 4 elements after the last float4
+    if tail < n:
+        a0 += x[tail]
+    return (a0 + a1) + (a2 + a3)
+
+
+@cuda.jit
+def vec4_u2(x, out):
+    warp_sums = cuda.shared.array(WARP_SIZE, float32)
+    value = block_reduce_sum(vec4_thread_sum_u2(x), warp_sums)
+    if cuda.threadIdx.x == 0:
+        cuda.atomic.add(out, 0, value)
+
+
+SMEM_CAP_BLOCKS = 4  # vec4_smem4: dynamic shared memory that lets only this many blocks share an SM
+VEC4_STATIC_SHARED = 4 * WARP_SIZE  # vec4's warp_sums (the recorded kernels.vec4.shared_bytes)
+
+
+def capped_dynamic_shared(blocks_per_sm: int = SMEM_CAP_BLOCKS, static_bytes: int = VEC4_STATIC_SHARED,
+                          limits=None) -> int:
+    """Dynamic shared bytes per block that let exactly ``blocks_per_sm`` blocks of 256 (with
+    ``static_bytes`` of static shared memory each) share an SM, by the occupancy calculator."""
+    limits = limits or sm_limits()
+    dynamic = shared_to_limit(BLOCK, blocks_per_sm, limits) - static_bytes
+    granted = occupancy(BLOCK, 0, static_bytes + dynamic, limits, opt_in=True).blocks_per_sm  # it opts in
+    if granted != blocks_per_sm:
+        raise InputError(f"{dynamic} bytes of dynamic shared memory give {granted} blocks per SM, "
+                         f"not {blocks_per_sm}")
+    return dynamic
+
+
+def allow_dynamic_shared(kernel, args: tuple, nbytes: int) -> None:
+    """Let ``kernel`` (compiled for ``args``) take ``nbytes`` of dynamic shared memory per block:
+    past 48 KiB a kernel must opt in (MAX_DYNAMIC_SHARED_SIZE_BYTES). A no-op on the simulator."""
+    if SIMULATED:
+        return
+    from numba import typeof  # GPU only: the driver binding below exists only there
+    from numba.cuda.cudadrv.driver import binding, driver
+
+    overload = kernel.compile(tuple(typeof(a) for a in args))
+    cufunc = overload._codelibrary.get_cufunc()
+    attribute = binding.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    driver.cuKernelSetAttribute(attribute, int(nbytes), cufunc.handle, cufunc.device.id)
+
+
+# ------------------------------------------------------ trees without atomics: the tree is the work
+#
+# The tree kernels of steps 2-4 end in one float atomic per block: at 2^28 elements, 2^20 atomics
+# on one address take most of their 2 ms, so their trees look alike. Here the same three trees
+# (the same loops, as device functions) run where nothing else hides them.
+
+
+@cuda.jit(device=True)
+def interleaved_levels(sdata, tid):
+    """tree_interleaved's levels: sdata[0] ends with the sum of sdata[0:BLOCK]."""
+    s = 1
+    while s < BLOCK:
+        if tid % (2 * s) == 0:
+            sdata[tid] += sdata[tid + s]
+        cuda.syncthreads()
+        s *= 2
+
+
+@cuda.jit(device=True)
+def strided_index_levels(sdata, tid):
+    """tree_strided_index's levels."""
+    s = 1
+    while s < BLOCK:
+        index = 2 * s * tid
+        if index < BLOCK:
+            sdata[index] += sdata[index + s]
+        cuda.syncthreads()
+        s *= 2
+
+
+@cuda.jit(device=True)
+def sequential_levels(sdata, tid):
+    """tree_sequential's levels."""
+    s = BLOCK // 2
+    while s > 0:
+        if tid < s:
+            sdata[tid] += sdata[tid + s]
+        cuda.syncthreads()
+        s //= 2
+
+
+TREE_LEVELS = {"interleaved": interleaved_levels, "strided_index": strided_index_levels,
+               "sequential": sequential_levels}
+TREE_KINDS = ("no_tree", *TREE_LEVELS)  # no_tree: the same frame (store, barrier, load), no levels
+
+
+def _named(function, name: str):
+    """A kernel made in a factory gets its own name (in SASS, ncu and errors)."""
+    function.__name__ = function.__qualname__ = name
+    return cuda.jit(function)
+
+
+def _tiles_kernel(levels, name: str):
+    def tiles(x, partials):
+        """Each block reduces tiles blockIdx.x, blockIdx.x + gridDim.x, ... of BLOCK elements, each
+        through shared memory and the tree; thread 0 keeps the running sum; one partial per block."""
+        sdata = cuda.shared.array(BLOCK, float32)
+        tid = cuda.threadIdx.x
+        n = uint64(x.size)
+        count = (n + uint64(BLOCK - 1)) // uint64(BLOCK)
+        tile = uint64(cuda.blockIdx.x)
+        total = float32(0)
+        while tile < count:
+            i = tile * uint64(BLOCK) + uint64(tid)
+            sdata[tid] = x[i] if i < n else float32(0)
+            cuda.syncthreads()
+            levels(sdata, tid)  # ends with a barrier: sdata[0] holds the tile's sum
+            if tid == 0:
+                total += sdata[0]
+            tile += uint64(cuda.gridDim.x)
+        if tid == 0:
+            partials[cuda.blockIdx.x] = total
+
+    return _named(tiles, name)
+
+
+@cuda.jit
+def tiles_no_tree(x, partials):
+    """The tiles' frame without the tree: each thread adds its own word back from shared memory;
+    one block reduction (shuffles) at the very end."""
+    sdata = cuda.shared.array(BLOCK, float32)
+    warp_sums = cuda.shared.array(WARP_SIZE, float32)
+    tid = cuda.threadIdx.x
+    n = uint64(x.size)
+    count = (n + uint64(BLOCK - 1)) // uint64(BLOCK)
+    tile = uint64(cuda.blockIdx.x)
+    total = float32(0)
+    while tile < count:
+        i = tile * uint64(BLOCK) + uint64(tid)
+        sdata[tid] = x[i] if i < n else float32(0)
+        cuda.syncthreads()
+        total += sdata[tid]
+        tile += uint64(cuda.gridDim.x)
+    total = block_reduce_sum(total, warp_sums)
+    if tid == 0:
+        partials[cuda.blockIdx.x] = total
+
+
+def _repeat_kernel(levels, name: str):
+    def repeat(x, partials, reps):
+        """Block b reduces its tile x[256 b : 256 b + 256] ``reps`` times with the tree (no DRAM in
+        the loop); partials[b] = reps x the tile's sum, added up by thread 0."""
+        sdata = cuda.shared.array(BLOCK, float32)
+        tid = cuda.threadIdx.x
+        i = cuda.blockIdx.x * BLOCK + tid
+        value = x[i] if i < x.size else float32(0)
+        total = float32(0)
+        for _ in range(reps):
+            sdata[tid] = value
+            cuda.syncthreads()
+            levels(sdata, tid)
+            if tid == 0:
+                total += sdata[0]
+        if tid == 0:
+            partials[cuda.blockIdx.x] = total
+
+    return _named(repeat, name)
+
+
+@cuda.jit
+def repeat_no_tree(x, partials, reps):
+    """The repeat frame without the tree: store, barrier, each thread loads its own word back."""
+    sdata = cuda.shared.array(BLOCK, float32)
+    warp_sums = cuda.shared.array(WARP_SIZE, float32)
+    tid = cuda.threadIdx.x
+    i = cuda.blockIdx.x * BLOCK + tid
+    value = x[i] if i < x.size else float32(0)
+    total = float32(0)
+    for _ in range(reps):
+        sdata[tid] = value
+        cuda.syncthreads()
+        total += sdata[tid]
+    total = block_reduce_sum(total, warp_sums)
+    if tid == 0:
+        partials[cuda.blockIdx.x] = total
+
+
+TILES = {"no_tree": tiles_no_tree,
+         **{kind: _tiles_kernel(levels, f"tiles_{kind}") for kind, levels in TREE_LEVELS.items()}}
+REPEATS = {"no_tree": repeat_no_tree,
+           **{kind: _repeat_kernel(levels, f"repeat_{kind}") for kind, levels in TREE_LEVELS.items()}}
+
+
+def tree_kind(kind: str) -> str:
+    if kind not in TREE_KINDS:
+        raise InputError(f"unknown tree kind {kind!r}; choose one of: {', '.join(TREE_KINDS)}")
+    return kind
+
+
+def tiles_launch(kind: str, x, partials, out, blocks: int) -> None:
+    """sum(x) into out[0] in two launches: ``tiles_<kind>`` writes one partial per block, then
+    ``sum_partials`` adds them in a fixed order (no atomics anywhere)."""
+    TILES[tree_kind(kind)][blocks, BLOCK](x, partials)
+    sum_partials[1, BLOCK](partials, np.int32(blocks), out)
+
+
+def repeat_launch(kind: str, x, partials, reps: int) -> None:
+    """One block per BLOCK elements of x; partials[b] = reps x sum of block b's tile."""
+    REPEATS[tree_kind(kind)][-(-x.size // BLOCK), BLOCK](x, partials, np.int32(reps))
+
+
+def tiles_sum(x, kind: str, blocks: int = 2) -> np.float32:
+    """Host wrapper of tiles_launch (checks, NumPy or device input): sum(x) as a float32."""
+    require_array(x, "x", dtype=np.float32, ndim=1)
+    require_contiguous(x, "x")
+    blocks = require_int(blocks, "blocks", 1, 2**31 - 1)
+    partials = cuda.device_array(blocks, np.float32)
+    out = cuda.device_array(1, np.float32)
+    tiles_launch(kind, to_device(x, "x"), partials, out, blocks)
+    return np.float32(out.copy_to_host()[0])
+
+
+def repeat_partials(x, kind: str, reps: int) -> np.ndarray:
+    """Host wrapper of repeat_launch: each block's reps x tile sum (a float32 array)."""
+    require_array(x, "x", dtype=np.float32, ndim=1)
+    require_contiguous(x, "x")
+    reps = require_int(reps, "reps", 0, 2**31 - 1)
+    if x.shape[0] == 0:
+        raise InputError("x must hold at least one element (one block per 256)")
+    partials = cuda.device_array(-(-x.shape[0] // BLOCK), np.float32)
+    repeat_launch(kind, to_device(x, "x"), partials, reps)
+    return partials.copy_to_host()
+
+
 # ---------------------------------------------------------------------- variants and launches
 
 
@@ -371,10 +668,33 @@ KERNELS = {
     "tree_first_add": tree_first_add, "grid_stride": grid_stride, "warp_shuffle": warp_shuffle,
     "vec4": vec4, "vec4_last_block": vec4_last_block, "vec4_two_pass": vec4_partials,
 }
+# vec4's twins (the waves experiment): not teaching steps, each with one change from vec4.
+TWINS = [
+    Variant("vec4_lb8", "vec4, launch_bounds (256, 8): <= 32 registers, 8 blocks/SM", True, True, True),
+    Variant("vec4_maxreg32", "vec4, max_registers=32", True, True, True),
+    Variant("vec4_u2", "vec4 with 2 float4 loads in flight per thread, not 4", True, True, True),
+    Variant("vec4_smem4", "vec4 itself; dynamic shared memory lets only 4 blocks share an SM",
+            True, True, True),
+]
+TWIN_KERNELS = {"vec4_lb8": vec4_lb8, "vec4_maxreg32": vec4_maxreg32, "vec4_u2": vec4_u2, "vec4_smem4": vec4}
+RESIDENCY_CAP = {"vec4_smem4": SMEM_CAP_BLOCKS}  # blocks per SM the launch's dynamic shared memory allows
+_ALL = {**BY_NAME, **{v.name: v for v in TWINS}}
 
 
 def variant(name: str) -> Variant:
-    return BY_NAME[require_choice(name, "reduce variant", BY_NAME)]
+    return _ALL[require_choice(name, "reduce variant", _ALL)]
+
+
+def kernel_of(name: str):
+    """The kernel a variant launches (for the two-pass one, its first pass)."""
+    variant(name)
+    return KERNELS[name] if name in KERNELS else TWIN_KERNELS[name]
+
+
+def dynamic_shared(name: str) -> int:
+    """Dynamic shared bytes per block the variant's launch asks for (0 but for vec4_smem4)."""
+    cap = RESIDENCY_CAP.get(variant(name).name)
+    return 0 if cap is None else capped_dynamic_shared(cap)
 
 
 def elements_per_block_step(name: str) -> int:
@@ -405,6 +725,10 @@ class Workspace:
         self.out = cuda.device_array(1, np.float32)
         self.partials = cuda.device_array(max(1, max_blocks), np.float32)
         self.counter = cuda.to_device(np.zeros(1, np.int32))
+        self.dynamic_shared = dynamic_shared(name)
+        if self.dynamic_shared:  # past 48 KiB per block the kernel must opt in, once
+            allow_dynamic_shared(kernel_of(name), (cuda.device_array(4, np.float32), self.out),
+                                 self.dynamic_shared)
 
 
 def zero(out) -> None:
@@ -424,10 +748,10 @@ def launch(name: str, x, work: Workspace, blocks: int | None = None) -> None:
     grid = blocks_for(name, x.size, blocks)
     if grid > work.partials.size and not v.atomic:
         raise InputError(f"{grid} blocks need {grid} partials; the workspace has {work.partials.size}")
-    kernel = KERNELS[name]
+    kernel = kernel_of(name)
     if v.atomic:
         zero(work.out)
-        kernel[grid, BLOCK](x, work.out)
+        kernel[grid, BLOCK, 0, work.dynamic_shared](x, work.out)
     elif name == "vec4_last_block":
         kernel[grid, BLOCK](x, work.partials, work.counter, work.out)
     else:
@@ -494,3 +818,16 @@ def gamma(depth: int) -> float:
     du = depth * UNIT_ROUNDOFF
     return du / (1 - du) if du < 1 else math.inf
 
+
+
+def tiles_depth(n: int, blocks: int) -> int:
+    """Addition depth of tiles_launch: the tile's tree (or, no_tree, the block reduction), thread 0's
+    running sum over the block's tiles, and sum_partials' fixed-order merge of the partials."""
+    log_block = int(math.log2(BLOCK))
+    tiles_per_block = -(-max(n, 1) // (BLOCK * blocks))
+    return log_block + tiles_per_block + (-(-blocks // BLOCK) + 2 + log_block)
+
+
+def repeat_depth(reps: int) -> int:
+    """Addition depth of one repeat_launch partial: the tree, then reps tree sums added in a chain."""
+    return int(math.log2(BLOCK)) + reps

@@ -285,7 +285,7 @@ def lds128_wavefronts(addresses) -> tuple[int, int]:
     the data and half-warps take 2 (NVIDIA's rule for Volta on; it reproduces the H200's counts:
     20 per warp per k-step for step 12, 12 for step 11 and cuBLAS, 20 with 8 conflicts for step 8).
     Within a phase the busiest bank decides: as many wavefronts as it has distinct words. The
-    simulator's tracer uses quarter-warps always (24 for step 12): its 16-byte model lacks the pairs.
+    simulator's traffic counter applies the same rule (``sim.memory_model``).
     """
     address = np.asarray(addresses, dtype=np.int64)
     if address.shape != (32,):

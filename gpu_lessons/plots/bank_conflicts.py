@@ -1,5 +1,5 @@
-"""Lesson 4's figures: one warp's shared-memory request lane -> word -> bank, time against wavefronts,
-transposes against the copy."""
+"""Lesson 4's figures: one warp's shared-memory request lane -> word -> bank, a tile coloured by bank,
+time against wavefronts, transposes against the copy and against the shared pipe's cost model."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
+from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
@@ -178,3 +179,82 @@ def grouped_fractions(summary: pd.DataFrame, value: str = "of_cupy_copy", group:
               bbox_to_anchor=(0.5, -0.12))
     return finish(fig, ax, title or f"Share of {reference_label} bandwidth, same run", "",
                    f"bandwidth / {reference_label}", provenance)
+
+
+def _bank_colormap():
+    """32 distinguishable colours, one per bank (tab20 then tab20b's first 12), in bank order."""
+    colors = [*plt.get_cmap("tab20").colors, *plt.get_cmap("tab20b").colors[:12]]
+    return ListedColormap(colors, name="banks")
+
+
+def tile_bank_map(banks: np.ndarray, read_rows=None, read_cols=None, title: str = "",
+                  wavefronts: int | None = None, ax: Axes | None = None) -> Figure:
+    """One tile coloured by the bank of each element (rows down, columns across), the elements one
+    warp reads outlined and labelled with their bank; the title says the wavefronts of that read."""
+    fig, ax = new_axes(ax)
+    rows, cols = banks.shape
+    ax.imshow(banks, cmap=_bank_colormap(), vmin=-0.5, vmax=BANKS - 0.5, interpolation="nearest",
+              aspect="equal")
+    if read_rows is not None:
+        for r, c in zip(read_rows, read_cols, strict=True):
+            ax.add_patch(plt.Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, edgecolor="black",
+                                       linewidth=1.1))
+            ax.text(c, r, str(int(banks[r, c])), ha="center", va="center", fontsize=4.5, color="black")
+    ax.set_xticks(range(0, cols, 8))
+    ax.set_yticks(range(0, rows, 8))
+    ax.tick_params(labelsize=STYLE["tick_size"] - 2, length=2)
+    ax.set_xlabel("column", fontsize=STYLE["label_size"] - 2)
+    ax.set_ylabel("row", fontsize=STYLE["label_size"] - 2)
+    if wavefronts is not None:
+        title = f"{title}\none warp's read: {wavefronts} wavefront{'s' if wavefronts > 1 else ''}"
+    ax.set_title(title, fontsize=STYLE["title_size"] - 3, loc="left")
+    return fig
+
+
+def tile_bank_maps(panels: list[dict], provenance: str | None = None) -> Figure:
+    """Tiles side by side, each coloured by bank (``panels``: dicts with title, banks, read_rows,
+    read_cols, wavefronts, as ``lessons.bank_conflicts.bank_layouts()`` gives them)."""
+    count = len(panels)
+    columns = min(count, 2)
+    lines = -(-count // columns)
+    fig = plt.figure(figsize=(4.2 * columns, 4.3 * lines), layout="constrained")
+    plt.close(fig)
+    for index, panel in enumerate(panels):
+        ax = fig.add_subplot(lines, columns, index + 1)
+        tile_bank_map(panel["banks"], panel.get("read_rows"), panel.get("read_cols"), panel["title"],
+                      panel.get("wavefronts"), ax=ax)
+    fig.suptitle("A 32x32 float32 tile coloured by shared-memory bank (word % 32); outlined: one warp's read",
+                 fontsize=STYLE["title_size"] - 1, x=0.01, ha="left")
+    if provenance:
+        add_caption(fig, provenance)
+    return fig
+
+
+def cost_model_bars(model: pd.DataFrame, provenance: str | None = None, ax: Axes | None = None,
+                    title: str = "Transposes 8192x8192: measured time, shared pipe, copy") -> Figure:
+    """Per transpose: the measured time (bar), the shared-memory pipe's time predicted from its
+    wavefronts (a thin bar inside), and the same-run copy's time (a line): the model is their max."""
+    fig, ax = new_axes(ax)
+    if len(model) > 6 and len(fig.axes) == 1:
+        fig.set_figheight(1.6 + 0.42 * len(model))
+    model = model.sort_values("measured_us")
+    positions = np.arange(len(model))[::-1]
+    ax.barh(positions, model["measured_us"], height=0.62, color=PALETTE[0], label="measured")
+    ax.barh(positions, model["pipe_us"], height=0.24, color=PALETTE[1],
+            label="shared pipe: wavefronts x 1 clock (model)")
+    copy_us = float(model["copy_us"].iloc[0])
+    ax.axvline(copy_us, color=STYLE["ceiling_color"], linestyle="-.", linewidth=1.2,
+               label=f"our copy, same run ({copy_us:,.0f} us)")
+    for y, row in zip(positions, model.itertuples(index=False), strict=True):
+        ax.annotate(f"{row.measured_us:,.0f} us ({row.error:+.0%} vs model)", xy=(row.measured_us, y),
+                    xytext=(4, 0), textcoords="offset points", ha="left", va="center",
+                    fontsize=STYLE["note_size"] - 0.5)
+    ax.set_yticks(positions, model["variant"])
+    ax.set_xlim(0, float(max(model["measured_us"].max(), model["pipe_us"].max())) * 1.45)
+    ax.set_ylim(-1.3, len(model) - 0.5)
+    ax.tick_params(axis="y", length=0)
+    ax.legend(loc="lower right", fontsize=STYLE["legend_size"] - 1, frameon=True, facecolor="white",
+              edgecolor="none", framealpha=1)
+    fig = finish(fig, ax, title, "time per transpose (us); model = max(shared pipe, copy)", "", provenance)
+    ax.grid(False, axis="y")
+    return fig

@@ -10,7 +10,9 @@ Global memory: a request costs one *sector* per distinct 32-byte segment its lan
 Shared memory: 32 banks of 4-byte words; word ``w`` is in bank ``w % 32``. Lanes reading the same
 word are served together (broadcast; for stores one write wins). The warp is processed in
 *phases* of 128 bytes: all 32 lanes at once for accesses of 4 bytes or less, half-warps (lanes
-0-15, 16-31) for 8-byte accesses, quarter-warps for 16-byte accesses. A phase takes as many
+0-15, 16-31) for 8-byte accesses, quarter-warps for 16-byte accesses -- or half-warps when every
+lane reads what lane ``l ^ 1`` (or ``l ^ 2``) reads, since half the lanes then carry all the data
+(the rule Nsight Compute's counts on the H200 follow: lesson 6's register tiles). A phase takes as many
 *wavefronts* as the largest number of distinct words any one bank must deliver; a request's
 wavefronts are the sum over its active phases, and its bank conflicts are the wavefronts beyond
 one per active phase (``l1tex__data_pipe_lsu_wavefronts_mem_shared_op_*`` and
@@ -23,6 +25,8 @@ compiler chooses) does not matter as long as it is aligned to the element size.
 from __future__ import annotations
 
 import numpy as np
+
+from ..device import WARP_SIZE
 
 SECTOR_BYTES = 32
 BANKS = 32
@@ -68,10 +72,27 @@ def lanes_per_phase(size: np.ndarray) -> np.ndarray:
     return np.maximum(PHASE_BYTES // width, 1)
 
 
+def _paired_16_byte(request, lane, address, size, n_requests: int) -> np.ndarray:
+    """Per request: a 16-byte access whose every lane reads the same 16 bytes as lane l^1 (or l^2)."""
+    paired = np.zeros(n_requests, dtype=bool)
+    wide = size == 16
+    if not wide.any():
+        return paired
+    lanes = np.full((n_requests, WARP_SIZE), -1, dtype=np.int64)  # -1: the lane made no access
+    lanes[request[wide], lane[wide]] = address[wide]
+    is_wide = np.zeros(n_requests, dtype=bool)
+    is_wide[request[wide]] = True
+    for partner in (1, 2):
+        paired |= is_wide & np.all(lanes == lanes[:, np.arange(WARP_SIZE) ^ partner], axis=1)
+    return paired
+
+
 def shared_wavefronts(request, lane, address, size, n_requests: int) -> tuple[np.ndarray, np.ndarray]:
     """(wavefronts, ideal wavefronts) per request; bank conflicts are their difference."""
     request, lane, address, size = (np.asarray(a, dtype=np.int64) for a in (request, lane, address, size))
-    phase = lane // lanes_per_phase(size)
+    paired = _paired_16_byte(request, lane, address, size, n_requests)
+    per_phase = lanes_per_phase(size) * np.where(paired[request], 2, 1)
+    phase = lane // per_phase
     word, req, phase = _expand(address // BANK_BYTES, (address + size - 1) // BANK_BYTES, request, phase)
     bank = word % BANKS
     order = np.lexsort((word, bank, phase, req))
