@@ -81,7 +81,8 @@ def cmd_list(_args) -> int:
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(3)]
     for row in [header, *rows]:
         print("  ".join([*(cell.ljust(width) for cell, width in zip(row, widths, strict=False)), row[3]]))
-    deep_dives = [p.as_posix() for p in course.notebook_files(folder) if p.parts[0] == "deep_dives"]
+    deep_dives = [p.as_posix() for p in course.notebook_files(folder)
+                  if p.parts[0] == "deep_dives" and p.suffix == ".ipynb"]
     if deep_dives:
         print(f"deep dives: {', '.join(shown + p for p in deep_dives)}")
     if here:
