@@ -42,8 +42,9 @@ import numpy as np
 from numba import cuda, float32, uint64
 
 from .. import ptx, vector
-from ..checks import InputError
+from ..checks import InputError, address_of
 from . import generated
+from .launch import allow_dynamic_shared
 
 STATIC_SHARED_LIMIT = 48 * 1024  # bytes a block gets without opting in
 
@@ -295,9 +296,7 @@ def build(t: TcTile):
 
 def vector_ok(a, b, c, k: int, n: int) -> bool:
     """16-byte copies need rows on 16-byte boundaries: K and N multiples of 4, aligned bases."""
-    from ..checks import _pointer
-
-    return k % 4 == 0 and n % 4 == 0 and all(_pointer(x) % 16 == 0 for x in (a, b, c))
+    return k % 4 == 0 and n % 4 == 0 and all(address_of(x) % 16 == 0 for x in (a, b, c))
 
 
 def launch(t: TcTile, a, b, c) -> TcTile:
@@ -309,8 +308,6 @@ def launch(t: TcTile, a, b, c) -> TcTile:
     kernel = build(used)
     args = (a.reshape(a.size), b.reshape(b.size), c.reshape(c.size), np.uint64(m), np.uint64(n), np.uint64(k))
     if used.shared_bytes > STATIC_SHARED_LIMIT and used not in _SHARED_ALLOWED:
-        from .littles_law import allow_dynamic_shared
-
         allow_dynamic_shared(kernel, args, used.shared_bytes)
         _SHARED_ALLOWED.add(used)
     grid = (-(-n // t.bn), -(-m // t.bm))
