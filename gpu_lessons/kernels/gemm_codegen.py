@@ -399,14 +399,7 @@ def python_kernel(t: Tile, name: str = "gemm_generated"):
 
 def build(t: Tile):
     """The compiled kernel for a tile (cached: a big unrolled kernel takes seconds in NVVM)."""
-    if t not in _BUILT:
-        options = {}
-        if t.max_registers and not vector.SIMULATED:
-            options["max_registers"] = t.max_registers
-        if t.min_blocks and not vector.SIMULATED:
-            options["launch_bounds"] = (t.threads, t.min_blocks)
-        _BUILT[t] = generated.jit(python_kernel(t), **options)
-    return _BUILT[t]
+    return generated.tile_kernel(t, python_kernel, _BUILT)
 
 
 def vector_ok(a, b, c, k: int, n: int) -> bool:

@@ -42,8 +42,9 @@ import numpy as np
 from numba import cuda, float32, uint64
 
 from .. import ptx, vector
-from ..checks import InputError, address_of
+from ..checks import InputError
 from . import generated
+from .gemm_codegen import vector_ok  # the same 16-byte condition on A, B and C
 from .launch import allow_dynamic_shared
 
 STATIC_SHARED_LIMIT = 48 * 1024  # bytes a block gets without opting in
@@ -284,19 +285,7 @@ _SHARED_ALLOWED: set = set()
 
 def build(t: TcTile):
     """The compiled kernel for a tile (cached: a big unrolled kernel takes seconds in NVVM)."""
-    if t not in _BUILT:
-        options = {}
-        if t.max_registers and not vector.SIMULATED:
-            options["max_registers"] = t.max_registers
-        if t.min_blocks and not vector.SIMULATED:
-            options["launch_bounds"] = (t.threads, t.min_blocks)
-        _BUILT[t] = generated.jit(python_kernel(t), **options)
-    return _BUILT[t]
-
-
-def vector_ok(a, b, c, k: int, n: int) -> bool:
-    """16-byte copies need rows on 16-byte boundaries: K and N multiples of 4, aligned bases."""
-    return k % 4 == 0 and n % 4 == 0 and all(address_of(x) % 16 == 0 for x in (a, b, c))
+    return generated.tile_kernel(t, python_kernel, _BUILT)
 
 
 def launch(t: TcTile, a, b, c) -> TcTile:
