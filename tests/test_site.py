@@ -159,10 +159,10 @@ def test_new_notebooks_appear_without_editing_the_site(tmp_path):
         _missing("the site extra is not installed: pip install -e '.[site]'")
     notebooks = tmp_path / "notebooks"
     (notebooks / "deep_dives").mkdir(parents=True)
-    (notebooks / "07_tensor_cores.ipynb").write_text(json.dumps(_notebook(
-        "Lesson 7 — Tensor cores", "A new lesson: $C = AB$ in half precision.")))
-    (notebooks / "deep_dives" / "07_tensor_cores.ipynb").write_text(json.dumps(_notebook(
-        "Deep dive 7 — Tensor cores", "Evidence for [lesson 7](../07_tensor_cores.ipynb).")))
+    (notebooks / "09_fp8_scaling.ipynb").write_text(json.dumps(_notebook(
+        "Lesson 9 — FP8 scaling", "A new lesson: $C = AB$ in eight-bit floats.")))
+    (notebooks / "deep_dives" / "09_fp8_scaling.ipynb").write_text(json.dumps(_notebook(
+        "Deep dive 9 — FP8 scaling", "Evidence for [lesson 9](../09_fp8_scaling.ipynb).")))
     (notebooks / "notes.ipynb").write_text("not a lesson: its name has no number")
     english = builder.editions(["en"])[0]
     edition = builder.Edition(**{**english.__dict__, "notebooks": notebooks})
@@ -170,10 +170,10 @@ def test_new_notebooks_appear_without_editing_the_site(tmp_path):
     pages = builder.stage(edition, tmp_path / "src")
     builder.sphinx_build(edition, tmp_path / "src", tmp_path / "site", tmp_path / "cache")
 
-    assert [p.title for p in pages["lessons"]] == ["Lesson 7 — Tensor cores"]
-    assert [p.docname for p in pages["deep_dives"]] == ["notebooks/deep_dives/07_tensor_cores"]
+    assert [p.title for p in pages["lessons"]] == ["Lesson 9 — FP8 scaling"]
+    assert [p.docname for p in pages["deep_dives"]] == ["notebooks/deep_dives/09_fp8_scaling"]
     landing = text_of(tmp_path / "site" / "index.html")
-    assert "Deep dives" in landing and 'href="notebooks/deep_dives/07_tensor_cores.html"' in landing
+    assert "Deep dives" in landing and 'href="notebooks/deep_dives/09_fp8_scaling.html"' in landing
     assert "A new lesson:" in landing  # no summary in gpu_lessons.lessons: the notebook's first sentence
     assert builder.check_site(tmp_path / "site") == []
 
