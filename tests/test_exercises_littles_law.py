@@ -22,7 +22,12 @@ SOLUTIONS = [
 
 def _littles_law(result, warps, loads, width, latency_ns, writes=2, lanes=32):
     sweep = lesson.sweep_points(result)
-    return min(sweep.attrs["ceiling_gbps"], writes * warps * lanes * loads * width * sweep.attrs["sms"] / latency_ns)
+    read = warps * lanes * loads * width * sweep.attrs["sms"] / latency_ns
+    return min(sweep.attrs["ceiling_gbps"], writes * read)
+
+
+def _light(result):  # the latency the lightest copies imply (section 3)
+    return lesson.sweep_points(result).attrs["light_load_latency_ns"]
 
 
 def _chase_latency(result, warps, loads, width):  # one load alone: the latency the lesson measured first
@@ -31,16 +36,17 @@ def _chase_latency(result, warps, loads, width):  # one load alone: the latency 
 
 def _latency_under_load(result, warps, loads, width):  # the most a copy below the knee saw (section 4)
     implied = lesson.implied_latencies(result)
-    return _littles_law(result, warps, loads, width, implied.loc[~implied["past_knee"], "implied_latency_ns"].max())
+    most = implied.loc[~implied["past_knee"], "implied_latency_ns"].max()
+    return _littles_law(result, warps, loads, width, most)
 
 
 def _no_writes(result, warps, loads, width):  # a copy writes what it reads: x2 forgotten
-    return _littles_law(result, warps, loads, width, lesson.sweep_points(result).attrs["light_load_latency_ns"],
+    return _littles_law(result, warps, loads, width, _light(result),
                         writes=1)
 
 
 def _no_lanes(result, warps, loads, width):  # a warp's load counted once, not 32 lanes
-    return _littles_law(result, warps, loads, width, lesson.sweep_points(result).attrs["light_load_latency_ns"],
+    return _littles_law(result, warps, loads, width, _light(result),
                         lanes=1)
 
 

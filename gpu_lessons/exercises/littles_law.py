@@ -21,7 +21,6 @@ import numpy as np
 from numba import cuda
 
 from .. import occupancy as occ
-from ..kernels import littles_law as k
 from ..lessons import littles_law as lesson
 from ..results import LessonResult, RecordingError, read_result
 from ..sim import trace
@@ -42,7 +41,8 @@ def recorded_shape(result: LessonResult, variant: str, warps: int) -> dict:
         raise RecordingError(f"{result.source}: no '{variant}' row at {warps} warps/SM")
     f = lesson.parse_variant(variant)
     return {"variant": variant, "warps_per_sm": warps, "loads_per_thread": f["unroll"],
-            "bytes_per_load": f["width"], "bytes_in_flight_per_sm": float(rows["bytes_in_flight_per_sm"].iloc[0]),
+            "bytes_per_load": f["width"],
+            "bytes_in_flight_per_sm": float(rows["bytes_in_flight_per_sm"].iloc[0]),
             "gbps": float(rows["gbps"].iloc[0]), "sms": points.attrs["sms"]}
 
 
@@ -90,7 +90,8 @@ def solution_predict_bandwidth(result, warps_per_sm, loads_per_thread, bytes_per
     sweep = lesson.sweep_points(result)
     latency_ns = sweep.attrs["light_load_latency_ns"]  # what light copies see, not one load alone
     in_flight = warps_per_sm * 32 * loads_per_thread * bytes_per_load  # read bytes per SM
-    return min(sweep.attrs["ceiling_gbps"], 2 * in_flight * sweep.attrs["sms"] / latency_ns)  # bytes/ns = GB/s
+    # bytes/ns = GB/s; x2: the writes
+    return min(sweep.attrs["ceiling_gbps"], 2 * in_flight * sweep.attrs["sms"] / latency_ns)
 
 
 # ----------------------------------------------------------------------------- exercise 2
@@ -114,7 +115,8 @@ def check_occupancy_by_hand(answer) -> object:
             return report(name, False, "return a dict with one (blocks, limiter) per case: "
                           f"{list(OCCUPANCY_CASES)}")
         limits = occ.recorded_limits()  # the prompt's limits (the H200's), not this machine's GPU's
-        expected = {case: lesson.calculated_occupancy(*shape, limits) for case, shape in OCCUPANCY_CASES.items()}
+        expected = {case: lesson.calculated_occupancy(*shape, limits)
+                    for case, shape in OCCUPANCY_CASES.items()}
         wrong = []
         for case, right in expected.items():
             blocks, limiter = given[case]
@@ -180,7 +182,8 @@ def check_copy2_kernel(kernel) -> object:
             return report(name, False, f"{early} of {COPY2_BLOCK} threads store before their second load: "
                           "that load waits behind the first (one request in flight at a time); load both "
                           "elements into variables first, then store them")
-        return report(name, True, f"{COPY2_N} elements match NumPy; {int(per_thread.min())} loads per thread, "
+        return report(name, True, f"{COPY2_N} elements match NumPy; {int(per_thread.min())} loads per "
+                      "thread, "
                       "both before its first store: each warp has two requests in flight")
 
     return guarded(name, attempt)

@@ -118,61 +118,65 @@ def littles_law_fma(points: pd.DataFrame, provenance: str | None = None, split: 
     chains = sorted(points["chains"].unique())
     note = STYLE["note_size"] - 0.5
     groups = list(points.groupby("warps_per_sm"))
-    for ax, mine in ((left, [(w, r) for w, r in groups if w < split]),
-                     (right, [(w, r) for w, r in groups if w >= split])):
+    few = [(w, r) for w, r in groups if w < split]
+    many = [(w, r) for w, r in groups if w >= split]
+    for ax, mine in ((left, few), (right, many)):
         for i, (warps, rows) in enumerate(mine):
             rows = rows.sort_values("chains")
             color = PALETTE[(i + (0 if ax is left else 3)) % len(PALETTE)]
             ax.plot(rows["chains"], 100 * rows["fraction_of_peak"], color=color, marker="o",
-                    linewidth=STYLE["line_width"], markersize=STYLE["marker_size"], label=f"{_warps(warps)}, measured")
-            ax.plot(rows["chains"], 100 * rows["predicted_fraction"], color=color, linestyle="--", linewidth=1.1,
-                    label=f"{_warps(warps)}, model")
+                    linewidth=STYLE["line_width"], markersize=STYLE["marker_size"],
+                    label=f"{_warps(warps)}, measured")
+            ax.plot(rows["chains"], 100 * rows["predicted_fraction"], color=color, linestyle="--",
+                    linewidth=1.1, label=f"{_warps(warps)}, model")
         ax.xaxis.set_major_locator(FixedLocator(chains))
         ax.set_xlim(0.5, max(chains) + 0.8)
         ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.0f}%"))
-    for i, (warps, rows) in enumerate([(w, r) for w, r in groups if w < split]):
+    for i, (_, rows) in enumerate(few):
         last = rows.sort_values("chains").iloc[-1]
         for column, dy in (("fraction_of_peak", -11), ("predicted_fraction", 4)):
-            left.annotate(f"{100 * last[column]:.0f}%", xy=(last["chains"], 100 * last[column]), xytext=(0, dy),
-                          textcoords="offset points", ha="center", fontsize=note, color=PALETTE[i % len(PALETTE)])
-    many = [(w, r) for w, r in groups if w >= split]
+            left.annotate(f"{100 * last[column]:.0f}%", xy=(last["chains"], 100 * last[column]),
+                          xytext=(0, dy), textcoords="offset points", ha="center", fontsize=note,
+                          color=PALETTE[i % len(PALETTE)])
     if many:  # the model lines meet at 100%; the measured lines nearly coincide: say both in words
         model_one = ", ".join(f"{100 * r.sort_values('chains')['predicted_fraction'].iloc[0]:.0f}% at {w:g}"
                               for w, r in many)
         full = max(int(r.loc[r["predicted_fraction"] >= 0.999, "chains"].min()) for _, r in many)
-        right.text(0.3, 0.6, f"dashed, the model: with 1 chain\n{model_one} warps/SM;\n100% for all from {full} chains",
-                   transform=right.transAxes, ha="left", va="center", fontsize=note, bbox=LABEL_BOX)
+        right.text(0.3, 0.6, f"dashed, the model: with 1 chain\n{model_one} warps/SM;\n"
+                   f"100% for all from {full} chains", transform=right.transAxes, ha="left", va="center",
+                   fontsize=note, bbox=LABEL_BOX)
         measured = pd.concat([r for _, r in many]).pivot(index="chains", columns="warps_per_sm",
                                                          values="fraction_of_peak")
         spread = float((measured.max(axis=1) - measured.min(axis=1)).max())
         at_end = measured.iloc[-1]
-        right.annotate(f"solid, measured: {', '.join(f'{w:g}' for w in measured.columns)} warps/SM\nat most "
-                       f"{100 * spread:.1f} points apart", xy=(3, 100 * measured.loc[3].min() if 3 in measured.index
-                                                             else 100 * at_end.min()),
+        target = measured.loc[3].min() if 3 in measured.index else at_end.min()
+        right.annotate(f"solid, measured: {', '.join(f'{w:g}' for w in measured.columns)} warps/SM\n"
+                       f"at most {100 * spread:.1f} points apart", xy=(3, 100 * target),
                        xytext=(0.3, 0.42), textcoords="axes fraction", ha="left", va="center", fontsize=note,
                        bbox=LABEL_BOX, arrowprops={"arrowstyle": "->", "color": "#555555", "linewidth": 0.8})
     left.set_ylim(0, 108)
-    left.legend(fontsize=STYLE["legend_size"] - 1, frameon=False, loc="center right", bbox_to_anchor=(1.0, 0.67),
-                ncols=1)
+    left.legend(fontsize=STYLE["legend_size"] - 1, frameon=False, loc="center right",
+                bbox_to_anchor=(1.0, 0.67), ncols=1)
     right.legend(fontsize=STYLE["legend_size"] - 1, frameon=False, loc="lower right", ncols=2,
                  bbox_to_anchor=(1.0, 0.02))
-    finish(fig, left, f"Fewer than {split} warps/SM", "Independent FMA chains per thread", "% of theoretical FP32 peak",
-           None)
+    finish(fig, left, f"Fewer than {split} warps/SM", "Independent FMA chains per thread",
+           "% of theoretical FP32 peak", None)
     finish(fig, right, f"{split} or more warps/SM", "Independent FMA chains per thread", "", provenance)
     fig.suptitle(f"{title} (model: 4 schedulers, FMA latency {latency:.1f} cycles)", x=0.01, ha="left",
                  fontsize=STYLE["title_size"])
     described = ""
     if many:
-        described = (f"; at {', '.join(f'{w:g}' for w, _ in many)} warps per SM the model lines meet at 100% while "
-                     f"the measured lines lie within {100 * spread:.1f} points of each other, from "
+        described = (f"; at {', '.join(f'{w:g}' for w, _ in many)} warps per SM the model lines meet at "
+                     f"100% while the measured lines lie within {100 * spread:.1f} points of each other, "
+                     f"from "
                      f"{100 * measured.iloc[0].min():.0f}% with one chain to {100 * at_end.max():.0f}% with "
                      f"{chains[-1]}")
-    few = [(w, r) for w, r in groups if w < split]
     tops = ", ".join(f"{100 * r['fraction_of_peak'].max():.0f}%" for _, r in few)
-    return with_alt(fig, f"Two panels of the share of the FP32 peak against independent FMA chains per thread "
-                    f"(1 to {max(chains)}), one solid measured line and one dashed model line (4 schedulers, FMA "
-                    f"latency {latency:.1f} cycles) per resident warps per SM: left, "
-                    f"{', '.join(f'{w:g}' for w, _ in few)} warps per SM, the measured lines levelling off at "
+    return with_alt(fig, f"Two panels of the share of the FP32 peak against independent FMA chains per "
+                    f"thread (1 to {max(chains)}), one solid measured line and one dashed model line (4 "
+                    f"schedulers, FMA latency {latency:.1f} cycles) per resident warps per SM: left, "
+                    f"{', '.join(f'{w:g}' for w, _ in few)} warps per SM, the measured lines levelling off "
+                    f"at "
                     f"{tops}{described}.")
 
 
@@ -497,7 +501,7 @@ def occupancy_rule(frame: pd.DataFrame, rule: float = 0.5, describe=None, proven
         ax.annotate(f"{row.best_of_copyto:.3f}", xy=(row.warps_per_sm, row.best_of_copyto), xytext=(0, -13),
                     textcoords="offset points", ha="center", fontsize=STYLE["note_size"] - 0.5)
     for row in simple.itertuples():
-        ax.annotate(f"{row.simple_of_copyto:.2f}", xy=(row.warps_per_sm, row.simple_of_copyto), xytext=(0, 6),
+        ax.annotate(f"{row.simple_of_copyto:.3f}", xy=(row.warps_per_sm, row.simple_of_copyto), xytext=(0, 6),
                     textcoords="offset points", ha="center", fontsize=STYLE["note_size"] - 0.5,
                     color=PALETTE[2])
     low = frame.loc[frame["warps_per_sm"] <= rule * most / 2]
@@ -525,5 +529,5 @@ def occupancy_rule(frame: pd.DataFrame, rule: float = 0.5, describe=None, proven
     return with_alt(fig, "Best copy and simplest copy as shares of cupy.copyto against resident warps per SM "
                     f"({min(ticks)} to {max(ticks)}), the region below {rule:.0%} occupancy shaded: the best "
                     f"copy reaches {frame['best_of_copyto'].iloc[0]:.3f} at {min(ticks)} warps{steps}"
-                    f"{rule_text}; one 4-byte load per thread reaches {simple['simple_of_copyto'].max():.2f} "
+                    f"{rule_text}; one 4-byte load per thread reaches {simple['simple_of_copyto'].max():.3f} "
                     "at most.")
