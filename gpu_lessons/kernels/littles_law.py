@@ -266,8 +266,10 @@ def copy_ilp(unroll: int, vector: bool = False, max_registers: int | None = None
 
     vector=False: one element per access (4 bytes on float32 data, 8 on float64);
     vector=True: one float4 (16 bytes) per access, float32 data only.
-    max_registers caps the registers per thread (numba's counterpart of __launch_bounds__):
-    fewer registers, more resident warps, but values that do not fit spill to local memory.
+    max_registers caps the registers per thread (``cuda.jit(max_registers=...)``, the per-kernel
+    counterpart of nvcc's ``-maxrregcount``): fewer registers, more resident warps, but values that do
+    not fit spill to local memory. (``__launch_bounds__`` is numba-cuda's ``cuda.jit(launch_bounds=
+    (threads per block, min blocks per SM))``: the compiler derives the cap from the promise.)
     """
     unroll = require_int(unroll, "unroll", 1, 128)
     if max_registers is not None:

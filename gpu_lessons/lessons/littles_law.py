@@ -533,12 +533,32 @@ def memory_points(result: LessonResult) -> pd.DataFrame:
 
 
 def sweep_points(result: LessonResult) -> pd.DataFrame:
-    """memory_points of the main sweep: unroll 1-8, no register cap (the Little's Law chart)."""
+    """memory_points of the main sweep: unroll 1-8, no register cap (the Little's Law chart).
+    attrs: those of memory_points, knee_bytes_per_sm (what the ceiling needs at the light-load latency)
+    and below_knee_fit (below_knee_fit of these points)."""
     points = memory_points(result)
     keep = points["max_registers"].isna() & points["unroll"].isin(UNROLLS)
     sweep = points[keep].reset_index(drop=True)
     sweep.attrs.update(points.attrs)
+    sweep.attrs["knee_bytes_per_sm"] = bytes_needed_per_sm(
+        sweep.attrs["ceiling_gbps"], sweep.attrs["light_load_latency_ns"], sweep.attrs["sms"])
+    sweep.attrs["below_knee_fit"] = below_knee_fit(sweep)
     return sweep
+
+
+def below_knee_fit(points: pd.DataFrame) -> dict:
+    """A line through the copies below the knee (bytes in flight per SM <= attrs knee_bytes_per_sm) on
+    log-log axes: log GB/s = intercept + slope x log bytes. Little's Law at one fixed latency has slope 1;
+    a slope under 1 means the latency grows with the load. Also: copies, from_bytes, to_bytes, and
+    ratio_by_bytes (median measured / predicted at the chase latency per bytes in flight)."""
+    below = points[points["bytes_in_flight_per_sm"] <= points.attrs["knee_bytes_per_sm"]]
+    if len(below) < 2:
+        raise RecordingError("fewer than two copies below the knee: no line to fit")
+    slope, intercept = np.polyfit(np.log(below["bytes_in_flight_per_sm"]), np.log(below["gbps"]), 1)
+    ratios = (below["gbps"] / below["predicted_gbps"]).groupby(below["bytes_in_flight_per_sm"]).median()
+    return {"slope": float(slope), "intercept": float(intercept), "copies": len(below),
+            "from_bytes": float(below["bytes_in_flight_per_sm"].min()),
+            "to_bytes": float(below["bytes_in_flight_per_sm"].max()), "ratio_by_bytes": ratios.to_dict()}
 
 
 COPY_KINDS = {"copy": "one-shot", "copy_persistent": "grid-stride", "copy_queue": "warp queue"}
@@ -591,7 +611,7 @@ def implied_latencies(result: LessonResult) -> pd.DataFrame:
     in the SM. attrs: those of memory_points, and knee_bytes_per_sm."""
     points = sweep_points(result)
     attrs = points.attrs
-    knee = bytes_needed_per_sm(attrs["ceiling_gbps"], attrs["light_load_latency_ns"], attrs["sms"])
+    knee = attrs["knee_bytes_per_sm"]
     points = points.assign(load=points["gbps"] / attrs["ceiling_gbps"],
                            past_knee=points["bytes_in_flight_per_sm"] > knee)
     points.attrs.update(attrs, knee_bytes_per_sm=knee)
@@ -800,7 +820,8 @@ def sass_lines(result: LessonResult, kernel: str) -> list[str]:
 def register_pressure(result: LessonResult) -> pd.DataFrame:
     """Registers, local memory, spills in SASS (LDL/STL), the calculator's residency in blocks of 256
     and GB/s (at the most warps the run gave it) of the 16-byte one-shot copies, by unroll then register
-    cap (uncapped first)."""
+    cap (uncapped first). attrs: ceiling_gbps (the best copy of the run), copyto_gbps (CuPy's; None
+    without it)."""
     limits, table = sm_limits(result), result.table
     rows = []
     for variant, entry in result.evidence.kernels.items():
@@ -818,7 +839,11 @@ def register_pressure(result: LessonResult) -> pd.DataFrame:
     if not rows:
         raise RecordingError(f"{result.evidence.origin}: no 16-byte copy kernels ('copy w16 u1' ...)")
     frame = pd.DataFrame(rows).astype({"max_registers": "Int64", "gbps": float})
-    return frame.sort_values(["unroll", "max_registers"], na_position="first").reset_index(drop=True)
+    frame = frame.sort_values(["unroll", "max_registers"], na_position="first").reset_index(drop=True)
+    copyto = result.table.loc[result.table["variant"] == "cupy copy", "gbps"]
+    frame.attrs.update(ceiling_gbps=copy_ceiling(result),
+                       copyto_gbps=float(copyto.iloc[0]) if len(copyto) else None)
+    return frame
 
 
 def occupancy_comparison(result: LessonResult) -> pd.DataFrame:

@@ -60,6 +60,12 @@ def littles_law_memory(points: pd.DataFrame, provenance: str | None = None,
     if light and np.isfinite(light):
         ax.plot(x, np.minimum(ceiling, 2 * x * sms / light), color=STYLE["roof_color"], linestyle="--",
                 linewidth=1.1, zorder=2, label=f"Little's Law, light-load latency {light:,.0f} ns")
+    fit = points.attrs.get("below_knee_fit")
+    if fit:
+        span = np.geomspace(fit["from_bytes"], fit["to_bytes"], 50)
+        ax.plot(span, np.exp(fit["intercept"]) * span ** fit["slope"], color=PALETTE[4], linestyle=":",
+                linewidth=2.0, zorder=4,
+                label=f"fit to the {fit['copies']} copies below the knee: slope {fit['slope']:.2f}")
     draw_ceiling(ax, ceiling, "measured ceiling")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")  # Little's Law is a line of slope 1 here, until the ceiling
@@ -70,7 +76,7 @@ def littles_law_memory(points: pd.DataFrame, provenance: str | None = None,
                for u in unrolls]
     handles += [Line2D([], [], color="#777777", marker=WIDTH_MARKERS.get(w, "o"), linestyle="",
                        label=f"{w}-byte loads") for w in sorted(points["width"].unique())]
-    handles += ax.get_legend_handles_labels()[0][:2]
+    handles += ax.get_legend_handles_labels()[0]  # the law's lines and the fit
     ax.legend(handles=handles, fontsize=STYLE["legend_size"] - 1, frameon=False, loc="lower right", ncols=2)
     finish(fig, ax, title, "", "Copy bandwidth (GB/s, read + write)", None)
     low.axhline(1.0, color=STYLE["roof_color"], linewidth=1.0)
@@ -82,6 +88,9 @@ def littles_law_memory(points: pd.DataFrame, provenance: str | None = None,
     finish(fig, low, "", "Read bytes in flight per SM (warps x 32 x loads per thread x bytes)",
            f"measured /\npredicted\nat {latency:,.0f} ns", provenance)
     light_text = f" and the {light:,.0f} ns the lightest copies imply (dashed)" if light else ""
+    if fit:
+        light_text += (f", and a dotted line fitted to the {fit['copies']} copies below the knee, of slope "
+                       f"{fit['slope']:.2f} where the law's is 1")
     return with_alt(fig, f"Log-log scatter of {len(points)} copies: bandwidth in GB/s against read bytes in "
                     f"flight per SM ({human_bytes(inflight.min())} to {human_bytes(inflight.max())}), "
                     "coloured by "
@@ -91,31 +100,84 @@ def littles_law_memory(points: pd.DataFrame, provenance: str | None = None,
                     f"{ratios.max():.2f}.")
 
 
-def littles_law_fma(points: pd.DataFrame, provenance: str | None = None, ax: Axes | None = None,
+def _warps(count) -> str:
+    return f"{count:g} warp{'' if count == 1 else 's'}/SM"
+
+
+def littles_law_fma(points: pd.DataFrame, provenance: str | None = None, split: int = 8,
                     title: str = "Little's Law for arithmetic: FMA rate against chains and warps") -> Figure:
-    """Share of the FP32 peak against independent chains per thread, one line per resident warps
-    per SM; dashed, the 4-scheduler model (points: lessons.littles_law.fma_points)."""
-    fig, ax = new_axes(ax)
-    for i, (warps, rows) in enumerate(points.groupby("warps_per_sm")):
-        rows = rows.sort_values("chains")
-        color = PALETTE[i % len(PALETTE)]
-        ax.plot(rows["chains"], 100 * rows["fraction_of_peak"], color=color, marker="o",
-                linewidth=STYLE["line_width"], markersize=STYLE["marker_size"], label=f"{warps} warps/SM")
-        ax.plot(rows["chains"], 100 * rows["predicted_fraction"], color=color, linestyle="--", linewidth=1.0)
+    """Share of the FP32 peak against independent chains per thread, one line per resident warps per
+    SM, solid measured beside the dashed 4-scheduler model (points: lessons.littles_law.fma_points).
+    Two panels sharing the y axis: fewer than ``split`` warps per SM (at most one per scheduler), where
+    warps and chains multiply, and ``split`` or more, where the model lines meet at 100% and the measured
+    lines lie almost on top of each other; each line is labelled at its ends."""
+    fig = plt.figure(figsize=(STYLE["figsize"][0] * 1.25, STYLE["figsize"][1] * 1.05), layout="constrained")
+    plt.close(fig)
+    left, right = fig.subplots(1, 2, sharey=True)
     latency = points.attrs.get("latency_cycles", float("nan"))
-    ax.plot([], [], color=STYLE["roof_color"], linestyle="--", linewidth=1.0,
-            label=f"model: 4 schedulers, FMA latency {latency:.1f} cycles")
-    ax.set_ylim(0, 105)
-    ax.xaxis.set_major_locator(FixedLocator(sorted(points["chains"].unique())))
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.0f}%"))
-    ax.legend(fontsize=STYLE["legend_size"] - 0.5, frameon=False, loc="center right",
-              bbox_to_anchor=(1.0, 0.6), ncols=2)
-    finish(fig, ax, title, "Independent FMA chains per thread", "% of theoretical FP32 peak", provenance)
-    return with_alt(fig, f"Share of the FP32 peak against independent FMA chains per thread (1 to "
-                    f"{points['chains'].max()}), one line per resident warps per SM (1 to "
-                    f"{points['warps_per_sm'].max()}), from {points['fraction_of_peak'].min():.1%} to "
-                    f"{points['fraction_of_peak'].max():.1%}, each beside the dashed 4-scheduler model for "
-                    f"an FMA latency of {latency:.1f} cycles.")
+    chains = sorted(points["chains"].unique())
+    note = STYLE["note_size"] - 0.5
+    groups = list(points.groupby("warps_per_sm"))
+    few = [(w, r) for w, r in groups if w < split]
+    many = [(w, r) for w, r in groups if w >= split]
+    for ax, mine in ((left, few), (right, many)):
+        for i, (warps, rows) in enumerate(mine):
+            rows = rows.sort_values("chains")
+            color = PALETTE[(i + (0 if ax is left else 3)) % len(PALETTE)]
+            ax.plot(rows["chains"], 100 * rows["fraction_of_peak"], color=color, marker="o",
+                    linewidth=STYLE["line_width"], markersize=STYLE["marker_size"],
+                    label=f"{_warps(warps)}, measured")
+            ax.plot(rows["chains"], 100 * rows["predicted_fraction"], color=color, linestyle="--",
+                    linewidth=1.1, label=f"{_warps(warps)}, model")
+        ax.xaxis.set_major_locator(FixedLocator(chains))
+        ax.set_xlim(0.5, max(chains) + 0.8)
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.0f}%"))
+    for i, (_, rows) in enumerate(few):
+        last = rows.sort_values("chains").iloc[-1]
+        for column, dy in (("fraction_of_peak", -11), ("predicted_fraction", 4)):
+            left.annotate(f"{100 * last[column]:.0f}%", xy=(last["chains"], 100 * last[column]),
+                          xytext=(0, dy), textcoords="offset points", ha="center", fontsize=note,
+                          color=PALETTE[i % len(PALETTE)])
+    if many:  # the model lines meet at 100%; the measured lines nearly coincide: say both in words
+        model_one = ", ".join(f"{100 * r.sort_values('chains')['predicted_fraction'].iloc[0]:.0f}% at {w:g}"
+                              for w, r in many)
+        full = max(int(r.loc[r["predicted_fraction"] >= 0.999, "chains"].min()) for _, r in many)
+        right.text(0.3, 0.6, f"dashed, the model: with 1 chain\n{model_one} warps/SM;\n"
+                   f"100% for all from {full} chains", transform=right.transAxes, ha="left", va="center",
+                   fontsize=note, bbox=LABEL_BOX)
+        measured = pd.concat([r for _, r in many]).pivot(index="chains", columns="warps_per_sm",
+                                                         values="fraction_of_peak")
+        spread = float((measured.max(axis=1) - measured.min(axis=1)).max())
+        at_end = measured.iloc[-1]
+        target = measured.loc[3].min() if 3 in measured.index else at_end.min()
+        right.annotate(f"solid, measured: {', '.join(f'{w:g}' for w in measured.columns)} warps/SM\n"
+                       f"at most {100 * spread:.1f} points apart", xy=(3, 100 * target),
+                       xytext=(0.3, 0.42), textcoords="axes fraction", ha="left", va="center", fontsize=note,
+                       bbox=LABEL_BOX, arrowprops={"arrowstyle": "->", "color": "#555555", "linewidth": 0.8})
+    left.set_ylim(0, 108)
+    left.legend(fontsize=STYLE["legend_size"] - 1, frameon=False, loc="center right",
+                bbox_to_anchor=(1.0, 0.67), ncols=1)
+    right.legend(fontsize=STYLE["legend_size"] - 1, frameon=False, loc="lower right", ncols=2,
+                 bbox_to_anchor=(1.0, 0.02))
+    finish(fig, left, f"Fewer than {split} warps/SM", "Independent FMA chains per thread",
+           "% of theoretical FP32 peak", None)
+    finish(fig, right, f"{split} or more warps/SM", "Independent FMA chains per thread", "", provenance)
+    fig.suptitle(f"{title} (model: 4 schedulers, FMA latency {latency:.1f} cycles)", x=0.01, ha="left",
+                 fontsize=STYLE["title_size"])
+    described = ""
+    if many:
+        described = (f"; at {', '.join(f'{w:g}' for w, _ in many)} warps per SM the model lines meet at "
+                     f"100% while the measured lines lie within {100 * spread:.1f} points of each other, "
+                     f"from "
+                     f"{100 * measured.iloc[0].min():.0f}% with one chain to {100 * at_end.max():.0f}% with "
+                     f"{chains[-1]}")
+    tops = ", ".join(f"{100 * r['fraction_of_peak'].max():.0f}%" for _, r in few)
+    return with_alt(fig, f"Two panels of the share of the FP32 peak against independent FMA chains per "
+                    f"thread (1 to {max(chains)}), one solid measured line and one dashed model line (4 "
+                    f"schedulers, FMA latency {latency:.1f} cycles) per resident warps per SM: left, "
+                    f"{', '.join(f'{w:g}' for w, _ in few)} warps per SM, the measured lines levelling off "
+                    f"at "
+                    f"{tops}{described}.")
 
 
 def register_pressure(rows: pd.DataFrame, provenance: str | None = None,
@@ -439,7 +501,7 @@ def occupancy_rule(frame: pd.DataFrame, rule: float = 0.5, describe=None, proven
         ax.annotate(f"{row.best_of_copyto:.3f}", xy=(row.warps_per_sm, row.best_of_copyto), xytext=(0, -13),
                     textcoords="offset points", ha="center", fontsize=STYLE["note_size"] - 0.5)
     for row in simple.itertuples():
-        ax.annotate(f"{row.simple_of_copyto:.2f}", xy=(row.warps_per_sm, row.simple_of_copyto), xytext=(0, 6),
+        ax.annotate(f"{row.simple_of_copyto:.3f}", xy=(row.warps_per_sm, row.simple_of_copyto), xytext=(0, 6),
                     textcoords="offset points", ha="center", fontsize=STYLE["note_size"] - 0.5,
                     color=PALETTE[2])
     low = frame.loc[frame["warps_per_sm"] <= rule * most / 2]
@@ -467,5 +529,5 @@ def occupancy_rule(frame: pd.DataFrame, rule: float = 0.5, describe=None, proven
     return with_alt(fig, "Best copy and simplest copy as shares of cupy.copyto against resident warps per SM "
                     f"({min(ticks)} to {max(ticks)}), the region below {rule:.0%} occupancy shaded: the best "
                     f"copy reaches {frame['best_of_copyto'].iloc[0]:.3f} at {min(ticks)} warps{steps}"
-                    f"{rule_text}; one 4-byte load per thread reaches {simple['simple_of_copyto'].max():.2f} "
+                    f"{rule_text}; one 4-byte load per thread reaches {simple['simple_of_copyto'].max():.3f} "
                     "at most.")
