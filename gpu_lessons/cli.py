@@ -12,6 +12,10 @@ from pathlib import Path
 
 DEFAULT_OUT = Path("gpu-lessons-out")
 
+# The commands import gpu_lessons inside their functions, on purpose: importing it picks the mode and
+# loads numba, which `--help` and `--version` do not need, and a mode error must reach main()'s
+# one-line handler rather than fail the import of this module.
+
 
 class CommandError(RuntimeError):
     """A one-line error for the user; the command exits with status 2."""
