@@ -113,8 +113,8 @@ def check_cp_async_tile(kernel) -> object:
                 "exercise is the asynchronous copy: ptx.cp_async16(tile, 4 * t, x, 4 * t, 16), then commit "
                 "and wait, with no store of your own into the tile",
             )
-        return report(name, True, f"{len(log.issued)} cp.async copies of 16 bytes landed, each lane's read by "
-                      "another lane")
+        landed = f"{len(log.issued)} cp.async copies landed the tile's {4 * TILE_FLOATS} bytes"
+        return report(name, True, f"{landed}, each lane's read by another lane")
 
     return guarded(name, attempt)
 
@@ -216,13 +216,13 @@ def check_issue_time(predicted_us) -> object:
                 return report(name, False, f"{kernel}: return microseconds, got {got}. {hint}")
             error = float(got) / expected - 1
             if abs(error) > PREDICT_TOLERANCE:
+                given = "the model gives" if kernel.startswith("a made-up") else "measured"
                 return report(
                     name,
                     False,
                     f"{kernel} ({instructions / 1e6:.1f} M warp instructions, issue slots {issue}% busy, "
                     f"{busy} SMs): you predict {float(got):.1f} us, {error:+.1%} from the "
-                    f"{expected:.1f} us {'the model gives' if kernel.startswith('a made-up') else 'measured'} "
-                    f"(allowed: within {PREDICT_TOLERANCE:.0%}). {hint}",
+                    f"{expected:.1f} us {given} (allowed: within {PREDICT_TOLERANCE:.0%}). {hint}",
                 )
         worst = truth["error"].abs().max()
         return report(

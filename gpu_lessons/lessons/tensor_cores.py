@@ -991,7 +991,8 @@ def pipeline_loss(result: LessonResult, counters: LessonResult | None = None, st
     issue = metric(LESSON6, "issue_active") / metric(pipeline, "issue_active")
     return {"lesson6_ms": ms[LESSON6], "pipeline_ms": ms[pipeline], "slowdown": ms[pipeline] / ms[LESSON6],
             "instructions": instructions, "issue": issue, "product": instructions * issue,
-            "lesson6_issue": metric(LESSON6, "issue_active"), "pipeline_issue": metric(pipeline, "issue_active")}
+            "lesson6_issue": metric(LESSON6, "issue_active"),
+            "pipeline_issue": metric(pipeline, "issue_active")}
 
 
 def stall_table(result: LessonResult, counters: LessonResult | None = None) -> pd.DataFrame:
@@ -1008,7 +1009,8 @@ DATASHEET_TF32_DENSE_TFLOPS = DATASHEET_TF32_SPARSE_TFLOPS / 2
 
 
 def tflops_row(result: LessonResult, variant: str, shape: str) -> pd.Series:
-    """One variant's row of ``gemm_table`` at one shape (a RecordingError naming the recording when absent)."""
+    """One variant's row of ``gemm_table`` at one shape (a RecordingError naming the recording when
+    absent)."""
     table = gemm_table(result)
     rows = table[(table["variant"] == variant) & (table["shape"] == shape)]
     if rows.empty:

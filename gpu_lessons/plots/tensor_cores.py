@@ -104,8 +104,10 @@ def slab_k_order(order: list[tuple[int, int, int, int]]) -> Figure:
     ax.set_xlim(0, width)
     ax.set_ylim(len(steps), -0.55)
     ax.set_xticks(np.arange(width) + 0.5, range(width), fontsize=STYLE["tick_size"] - 1)
-    ax.set_yticks([s + 0.5 for s in steps], [f"MMA of k-step {s}" for s in steps], fontsize=STYLE["tick_size"])
-    ax.set_xlabel("k inside the 16-deep slab (as stored: A[row][k], B[k][col])", fontsize=STYLE["label_size"] - 1)
+    ax.set_yticks([s + 0.5 for s in steps], [f"MMA of k-step {s}" for s in steps],
+                  fontsize=STYLE["tick_size"])
+    ax.set_xlabel("k inside the 16-deep slab (as stored: A[row][k], B[k][col])",
+                  fontsize=STYLE["label_size"] - 1)
     ax.tick_params(length=0)
     for side in ("top", "right", "bottom", "left"):
         ax.spines[side].set_visible(False)
@@ -295,7 +297,8 @@ def progression(wide: pd.DataFrame, provenance: str | None = None) -> Figure:
                         va="center",
                         fontsize=STYLE["note_size"] - 1, fontweight="bold" if ref else "normal")
         for yy in y[~shown]:  # a shape this variant was not timed at: say so where its bar would be
-            ax.annotate(f"{shape.replace('^3', '³')}: not timed", xy=(wide.min().min() / 1.5, yy), xytext=(3, 0),
+            ax.annotate(f"{shape.replace('^3', '³')}: not timed", xy=(wide.min().min() / 1.5, yy),
+                        xytext=(3, 0),
                         textcoords="offset points", va="center", fontsize=STYLE["note_size"] - 1.5,
                         fontstyle="italic", color=STYLE["datasheet_color"])
     names = [LIBRARY_NAMES.get(name, name) if ref else f"{number}. {name}"
@@ -313,9 +316,11 @@ def progression(wide: pd.DataFrame, provenance: str | None = None) -> Figure:
     ax.grid(False, axis="y")
     described = "; ".join(f"{name}: {', '.join(f'{v:.0f}' for v in row if np.isfinite(v))}"
                           for name, row in zip(wide.index, wide.to_numpy(dtype=float), strict=True))
-    missing = [f"{name} at {shape}" for name in wide.index for shape in shapes if not np.isfinite(wide.loc[name, shape])]
+    missing = [f"{name} at {shape}" for name in wide.index for shape in shapes
+               if not np.isfinite(wide.loc[name, shape])]
     untimed = f" Not timed: {', '.join(missing)}." if missing else ""
-    return with_alt(fig, f"Horizontal bars of TFLOP/s on a log scale at {', '.join(shapes)}: {described}.{untimed}")
+    return with_alt(fig, f"Horizontal bars of TFLOP/s on a log scale at {', '.join(shapes)}: "
+                    f"{described}.{untimed}")
 
 
 def simt_pipeline(summary: pd.DataFrame, provenance: str | None = None) -> Figure:
