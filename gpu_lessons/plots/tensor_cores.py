@@ -390,7 +390,7 @@ def simt_pipeline(summary: pd.DataFrame, provenance: str | None = None) -> Figur
             axis.spines[side].set_visible(False)
         axis.grid(True, axis="y", color=STYLE["grid_color"], linewidth=0.7)
         axis.set_axisbelow(True)
-    fig.suptitle("Lesson 6's FP32 kernel with cp.async pipelines: slower, and the counters say why",
+    fig.suptitle("Lesson 6's FP32 kernel with cp.async pipelines: slower, with issue slots less busy",
                  fontsize=STYLE["title_size"], x=0.01, ha="left")
     if provenance:
         add_caption(fig, provenance)
