@@ -25,7 +25,8 @@ PTX instruction (the pattern of ``bench.global_timer_ns``). Call them inside ``@
     whose 13 low bits are zero, for kernels that want A and B rounded rather than cut.
 
 On the simulator these are the Python functions of ``gpu_lessons.sim.ptx``: the copies land at the
-wait, the MMA is a warp collective with the tensor cores' arithmetic fitted bit for bit to an H200.
+wait; the MMA is a warp collective whose fragment layout is exact and whose arithmetic is a model
+fitted to an H200's outputs (bit-identical on 76-95% of them, every one within 2^-23 (|A||B| + |C|)).
 With a GPU the tracer swaps the same functions in (``trace.register_python_twin``).
 """
 

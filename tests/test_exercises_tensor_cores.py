@@ -16,7 +16,7 @@ SOLUTIONS = [
     (ex.check_c_owner, ex.solution_c_owner),
     (ex.check_cp_async_tile, ex.solution_cp_async_tile),
     (ex.check_per_slab, ex.solution_per_slab),
-    (ex.check_mma_global_rate, ex.solution_mma_global_rate),
+    (ex.check_issue_time, ex.solution_issue_time),
 ]
 
 
@@ -79,6 +79,41 @@ def waits_for_all_but_one(x, y):  # wait_group(1) with one group committed: lets
         y[4 * t + q] = tile[127 - 4 * t - q]
 
 
+@cuda.jit
+def plain_stores(x, y):  # the right outputs without cp.async: ordinary loads and stores, then a barrier
+    tile = cuda.shared.array(128, float32)
+    t = cuda.threadIdx.x
+    for q in range(4):
+        tile[4 * t + q] = math.nan
+    cuda.syncthreads()
+    for q in range(4):
+        tile[4 * t + q] = x[4 * t + q]
+    cuda.syncthreads()
+    for q in range(4):
+        y[4 * t + q] = tile[127 - 4 * t - q]
+
+
+@cuda.jit
+def half_by_cp_async(x, y):  # lanes 0..15 copy with cp.async, lanes 16..31 store: half the tile is plain
+    tile = cuda.shared.array(128, float32)
+    t = cuda.threadIdx.x
+    for q in range(4):
+        tile[4 * t + q] = math.nan
+    cuda.syncthreads()
+    if t < 16:
+        ptx.cp_async16(tile, 4 * t, x, 4 * t, 16)
+    else:
+        for q in range(4):
+            tile[4 * t + q] = x[4 * t + q]
+    ptx.cp_async_commit_group()
+    ptx.cp_async_wait_group(0)
+    cuda.syncthreads()
+    for q in range(4):
+        y[4 * t + q] = tile[127 - 4 * t - q]
+
+
+SCHEDULERS, CLOCK_HZ = 4, 1.98e9
+
 WRONG_ANSWERS = [
     (ex.check_c_owner, lambda row, col: (4 * (row % 8) + col % 4, 2 * (row // 8) + col % 2)),  # t = col % 4
     (ex.check_c_owner, lambda row, col: (row % 8 + 8 * (col // 2), 2 * (row // 8) + col % 2)),  # g, t swapped
@@ -88,10 +123,20 @@ WRONG_ANSWERS = [
     (ex.check_per_slab, lambda wm, wn: ((wm // 16) * (wn // 8), 2 * (wm // 16), 4 * (wn // 8))),  # one k-step
     (ex.check_per_slab, lambda wm, wn: (2 * (wm // 16) * (wn // 8), wm // 16, 4 * (wn // 8))),  # no g+8
     (ex.check_per_slab, lambda wm, wn: (2 * (wm // 16) * (wn // 8), 2 * (wm // 16), wn // 8)),  # B 16-byte
-    (ex.check_mma_global_rate, lambda bandwidth: 4814.3 * 2048 / 768 / 1e3),  # the datasheet's bandwidth
-    (ex.check_mma_global_rate, lambda bandwidth: bandwidth * 1024 / 768 / 1e3),  # one FLOP per multiply-add
-    (ex.check_mma_global_rate, lambda bandwidth: bandwidth * 2048 / (768 + 1024) / 1e3),  # + C in, D out
-    (ex.check_mma_global_rate, lambda bandwidth: bandwidth * 2048 / 512 / 1e3),  # A's fragments only
+    (ex.check_cp_async_tile, plain_stores),
+    (ex.check_cp_async_tile, half_by_cp_async),
+    # every cycle issues (the issue share left out)
+    (ex.check_issue_time, lambda n, pct, sms: n / (SCHEDULERS * sms * CLOCK_HZ) * 1e6),
+    # all 132 SMs, though 4 hold no block
+    (ex.check_issue_time, lambda n, pct, sms: n / (SCHEDULERS * 132 * CLOCK_HZ * pct / 100) * 1e6),
+    # one scheduler per SM
+    (ex.check_issue_time, lambda n, pct, sms: n / (sms * CLOCK_HZ * pct / 100) * 1e6),
+    # the percentage used as a fraction
+    (ex.check_issue_time, lambda n, pct, sms: n / (SCHEDULERS * sms * CLOCK_HZ * pct) * 1e6),
+    (ex.check_issue_time, lambda n, pct, sms: 400.0),  # one number for every kernel
+    # the measured durations looked up, whatever the input (a constant per call would fail too)
+    (ex.check_issue_time, lambda n, pct, sms: {304443392: 391.68, 313575424: 414.208, 318033920: 442.912,
+                                                313875456: 438.72, 301505536: 344.064}.get(n, 400.0)),
 ]
 if gpu_lessons.SIMULATED:  # deterministic only there: on a GPU the copy may land before the read anyway
     WRONG_ANSWERS += [(ex.check_cp_async_tile, never_waits), (ex.check_cp_async_tile, waits_for_all_but_one)]

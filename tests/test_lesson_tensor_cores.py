@@ -201,7 +201,7 @@ def test_every_figure_has_alt_text(recorded):
     from gpu_lessons.plots import style
 
     figures = lesson.figures(recorded, lessons.roof())
-    assert set(figures) == {"fragment_layout", "cp_async_pipeline", "tf32_error", "mma_ceiling", "roofline",
-                            "progression", "simt_cp_async"}
+    assert set(figures) == {"fragment_layout", "slab_k_order", "cp_async_pipeline", "tf32_error",
+                            "mma_ceiling", "roofline", "progression", "simt_cp_async"}
     assert all(style.alt_text(figure) for figure in figures.values())
     assert "317,028 GFLOP/s" in style.alt_text(figures["roofline"])  # the second, TF32 roof

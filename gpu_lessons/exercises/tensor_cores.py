@@ -3,11 +3,14 @@
 1. The accumulator's layout: which lane holds C[row][col] of an m16n8k8 MMA, in which register;
    checked on all 128 elements against the PTX layout the simulator (and the H200) use.
 2. A tile through shared memory with cp.async: copy, commit, wait, barrier; checked by running the
-   kernel (one warp) against NumPy.
+   kernel (one warp) against NumPy, and by the simulator's cp.async log: the tile must arrive by
+   cp.async copies that landed (plain stores do not count). On a GPU the log comes from the same
+   kernel run through the traffic tracer, and the compiled kernel is checked against NumPy too.
 3. A warp tile's work per 16-deep slab of shared memory: MMAs, 16-byte loads of A, 4-byte loads of B;
    checked against the generated kernels' source for several tiles.
-4. Predict a number: mma_global's TFLOP/s from the bytes its warps load per MMA and the measured
-   bandwidth ceiling, checked against the H200's recorded rate at 2048^3 and 4096^3 (within 6%).
+4. Predict a number: a kernel's duration from its warp instructions, its issue slots' use and the SMs
+   that hold a block; checked against Nsight Compute's durations of lesson 6's kernel, its cp.async
+   pipelines and cuBLAS SGEMM at 2048^3 in the H200 recording (within 3%), and on one made-up kernel.
 """
 
 from __future__ import annotations
@@ -17,10 +20,11 @@ import re
 import numpy as np
 from numba import cuda, float32
 
-from .. import lessons, ptx
+from .. import SIMULATED, lessons, ptx
 from ..kernels import tc_codegen
 from ..lessons import tensor_cores as lesson
-from ..sim.ptx import c_fragment
+from ..sim.ptx import c_fragment, cp_async_log
+from ..sim.trace import trace
 from . import guarded, report
 
 # ----------------------------------------------------------------------------- exercise 1
@@ -59,16 +63,26 @@ def solution_c_owner(row, col):
 TILE_FLOATS = 128  # one warp, 16 bytes a lane
 
 
+def _run_tile_kernel(kernel, x: np.ndarray) -> np.ndarray:
+    y = np.full(TILE_FLOATS, np.nan, np.float32)
+    d_y = cuda.to_device(y)
+    kernel[1, 32](cuda.to_device(x), d_y)
+    return d_y.copy_to_host()
+
+
 def check_cp_async_tile(kernel) -> object:
     """``kernel(x, y)``, one block of 32 threads: y[i] = x[127 - i], x staged in shared memory by cp.async."""
     name = "exercise 2 (a tile through shared memory with cp.async)"
 
     def attempt():
         x = np.random.default_rng().standard_normal(TILE_FLOATS, dtype=np.float32)
-        y = np.full(TILE_FLOATS, np.nan, np.float32)
-        d_y = cuda.to_device(y)
-        kernel[1, 32](cuda.to_device(x), d_y)
-        y = d_y.copy_to_host()
+        with cp_async_log() as log:  # what the simulated cp.async copies did
+            if SIMULATED:
+                y = _run_tile_kernel(kernel, x)
+            else:  # the same kernel on the simulator, through the tracer, for the log
+                trace(kernel, 1, 32, x, np.full(TILE_FLOATS, np.nan, np.float32))
+        if not SIMULATED:
+            y = _run_tile_kernel(kernel, x)  # the compiled kernel, on the GPU
         expected = x[::-1]
         wrong = np.flatnonzero(~(y == expected))
         if len(wrong):
@@ -88,7 +102,19 @@ def check_cp_async_tile(kernel) -> object:
                 "lands only after commit and wait_group(0), and a barrier makes every lane's copy "
                 "visible to the others",
             )
-        return report(name, True, "every lane's 16 bytes landed and were read by another lane")
+        missing = set(range(4 * TILE_FLOATS)) - log.landed_bytes()
+        if missing:
+            how = "no cp.async was issued" if not log.issued else f"{len(log.issued)} cp.async issued"
+            return report(
+                name,
+                False,
+                f"the outputs are right, but {len(missing)} of the tile's {4 * TILE_FLOATS} bytes did not "
+                f"arrive by a cp.async that landed ({how}): they were stored by plain writes. Hint: the "
+                "exercise is the asynchronous copy: ptx.cp_async16(tile, 4 * t, x, 4 * t, 16), then commit "
+                "and wait, with no store of your own into the tile",
+            )
+        landed = f"{len(log.issued)} cp.async copies landed the tile's {4 * TILE_FLOATS} bytes"
+        return report(name, True, f"{landed}, each lane's read by another lane")
 
     return guarded(name, attempt)
 
@@ -161,47 +187,55 @@ def solution_per_slab(wm, wn):
 
 # ----------------------------------------------------------------------------- exercise 4
 
-PREDICT_SHAPES = ("2048^3", "4096^3")
-PREDICT_TOLERANCE = 0.06
+PREDICT_TOLERANCE = 0.03
+MADE_UP = {"instructions": 250_000_000, "issue_active_pct": 62.5, "busy_sms": 66}  # in no recording
 
 
-def check_mma_global_rate(predicted_tflops) -> object:
-    """``predicted_tflops(bandwidth_gbps)``: mma_global's TFLOP/s if its warps' fragment loads streamed at
-    the given bandwidth; held to the H200's recorded rates within 6%."""
-    name = "exercise 4 (predict mma_global's rate)"
+def check_issue_time(predicted_us) -> object:
+    """``predicted_us(instructions, issue_active_pct, busy_sms)``: a kernel's duration in microseconds,
+    held to Nsight Compute's durations at 2048^3 in the H200 recording (within 3%) and to the model on a
+    made-up kernel."""
+    name = "exercise 4 (predict a kernel's time from its issue slots)"
+    hint = ("Hint: every SM that holds a block has 4 schedulers, each issuing at most one warp instruction "
+            "per cycle, at 1.98 GHz; issue_active_pct is the percentage of those cycles that issue one; "
+            "1 us = 1,000 ns")
 
     def attempt():
         result = lessons.load(lesson.NAME, live=False)
-        bandwidth = lessons.roof()["bandwidth_gbps"]
-        got = predicted_tflops(bandwidth)
-        if got is None:
-            return report(
-                name, False, "return TFLOP/s (FLOPs per MMA over bytes per MMA, times the bandwidth)"
-            )
-        for shape in PREDICT_SHAPES:
-            measured = lesson.tflops(result, "mma_global", shape)
-            error = float(got) / measured - 1
+        truth = lesson.issue_time_model(result)
+        clock = float(result.meta["sm_clock_mhz"])
+        cases = [(kernel, row.instructions, row.issue_active, int(row.busy_sms), row.measured_us)
+                 for kernel, row in truth.iterrows()]
+        made_up = lesson.issue_time(MADE_UP["instructions"], MADE_UP["issue_active_pct"], MADE_UP["busy_sms"],
+                                    clock)
+        cases.append(("a made-up kernel", MADE_UP["instructions"], MADE_UP["issue_active_pct"],
+                      MADE_UP["busy_sms"], made_up))
+        for kernel, instructions, issue, busy, expected in cases:
+            got = predicted_us(instructions, issue, busy)
+            if got is None or not np.isfinite(float(got)):
+                return report(name, False, f"{kernel}: return microseconds, got {got}. {hint}")
+            error = float(got) / expected - 1
             if abs(error) > PREDICT_TOLERANCE:
+                given = "the model gives" if kernel.startswith("a made-up") else "measured"
                 return report(
                     name,
                     False,
-                    f"you predict {float(got):.2f} TFLOP/s, {error:+.0%} from the H200's "
-                    f"{measured:.2f} at {shape} (allowed: within {PREDICT_TOLERANCE:.0%}). Hint: one "
-                    "m16n8k8 MMA is 16 x 8 x 8 multiply-adds (2 FLOPs each); for it every lane loads "
-                    "its a0..a3 and b0, b1 (4 bytes each) and nothing is reused; use the bandwidth "
-                    "you are given",
+                    f"{kernel} ({instructions / 1e6:.1f} M warp instructions, issue slots {issue}% busy, "
+                    f"{busy} SMs): you predict {float(got):.1f} us, {error:+.1%} from the "
+                    f"{expected:.1f} us {given} (allowed: within {PREDICT_TOLERANCE:.0%}). {hint}",
                 )
+        worst = truth["error"].abs().max()
         return report(
             name,
             True,
-            f"{float(got):.2f} TFLOP/s: within {PREDICT_TOLERANCE:.0%} of the H200 at "
-            f"{' and '.join(PREDICT_SHAPES)}: the loads, not the tensor cores, set its pace",
+            f"within {PREDICT_TOLERANCE:.0%} of all {len(truth)} measured kernels (the model's worst: "
+            f"{worst:.1%}): at one block per SM, time is instructions over the issue slots used",
         )
 
     return guarded(name, attempt)
 
 
-def solution_mma_global_rate(bandwidth_gbps):
-    flops_per_mma = 2 * 16 * 8 * 8
-    bytes_per_mma = 32 * (4 + 2) * 4  # 32 lanes, a0..a3 and b0, b1, 4 bytes each
-    return bandwidth_gbps * flops_per_mma / bytes_per_mma / 1e3
+def solution_issue_time(instructions, issue_active_pct, busy_sms):
+    schedulers, clock_hz = 4, 1.98e9
+    cycles = instructions / (schedulers * busy_sms * issue_active_pct / 100)
+    return cycles / clock_hz * 1e6

@@ -23,8 +23,8 @@ Shared memory, one dynamic buffer of ``stages`` x (A tile + B tile) floats:
 * A is kept as in global memory, row-major, in slabs of 16 k: ``A[slab][m][16]``. Lane (g, t) of an
   MMA reads rows g and g+8 at k = 4t..4t+3 with one 16-byte load each (a quarter-warp's 8 lanes
   touch 8 different 16-byte bank groups: no conflict). Those 4 k's feed two k-steps: fragment
-  column t takes physical k 4t+2s, column t+4 takes 4t+2s+1 in step s. Any order of k is right as
-  long as B uses the same one.
+  column t takes physical k 4t+2s, column t+4 takes 4t+2s+1 in step s (``slab_k``). Any order of k
+  is right as long as B uses the same one.
 * B is row-major ``B[k][n]``, each row's columns XOR-swizzled by ``((k >> 2) & 3) << 3``: lane
   (g, t) reads column n0+g of rows 4t..4t+3, and the swizzle spreads the four t's over four banks
   groups of 8 (no conflict); a 16-byte run of columns stays contiguous, so cp.async can write it.
@@ -99,6 +99,14 @@ class TcTile:
             if (floats // width) % self.threads:
                 raise InputError(f"{self}: {floats // width} copies of a tile do not spread evenly "
                                  f"over {self.threads} threads")
+
+
+def slab_k(t: int, step: int, upper: bool) -> int:
+    """The k (0..15, inside a 16-deep slab) that lane (g, t) feeds to k-step ``step`` (0 or 1) of the
+    slab as the MMA's column t of A and row t of B (a0/b0: ``upper`` False) or column t+4 and row t+4
+    (a2/b1: ``upper`` True). One 16-byte load of A[row][4t .. 4t+3] holds all four: 4t + 2 step + upper.
+    An MMA sums over its 8 k's, so their order is free as long as A and B use the same one."""
+    return 4 * t + 2 * step + int(upper)
 
 
 def _u(value: int) -> str:
@@ -216,11 +224,12 @@ def kernel_source(t: TcTile, name: str = "tc_gemm_generated") -> str:
                 for q in range(4):
                     emit(f"y{j}_{q} = {rounded(f'smem[sb + cb{j} + {_u((16 * slab + q) * t.bn)}]')}", indent)
             for step in (0, 1):
+                low, high = slab_k(0, step, False), slab_k(0, step, True)  # element of the lane's 4 k's
                 for i in range(m_tiles):
-                    a0, a1 = f"x{i}_0_{2 * step}", f"x{i}_1_{2 * step}"
-                    a2, a3 = f"x{i}_0_{2 * step + 1}", f"x{i}_1_{2 * step + 1}"
+                    a0, a1 = f"x{i}_0_{low}", f"x{i}_1_{low}"
+                    a2, a3 = f"x{i}_0_{high}", f"x{i}_1_{high}"
                     for j in range(n_tiles):
-                        b0, b1 = f"y{j}_{2 * step}", f"y{j}_{2 * step + 1}"
+                        b0, b1 = f"y{j}_{low}", f"y{j}_{high}"
                         accs = ", ".join(f"acc{i}_{j}_{q}" for q in range(4))
                         emit(f"{accs} = mma_tf32({a0}, {a1}, {a2}, {a3}, {b0}, {b1}, {accs})", indent)
 

@@ -84,6 +84,18 @@ def fragment_owners() -> dict[str, np.ndarray]:
     return owners
 
 
+def slab_k_order() -> list[tuple[int, int, int, int]]:
+    """How the generated kernels feed a 16-deep slab of A (and B) to two MMAs: (k in the slab, k-step,
+    lane's t, the MMA's column of A = row of B) for every k, from ``tc_codegen.slab_k`` (the generator's
+    own rule): lane (g, t) loads A[row][4t .. 4t+3] with one 16-byte load and feeds two k-steps."""
+    order = []
+    for t in range(4):
+        for step in (0, 1):
+            for upper in (False, True):
+                order.append((tc_codegen.slab_k(t, step, upper), step, t, t + 4 * upper))
+    return sorted(order)
+
+
 # --- b. the TF32 GEMM progression -----------------------------------------------------------------
 
 GLOBAL_WARPS_M, GLOBAL_WARPS_N = 2, 2  # a block of 4 warps covers 32 x 16 of C

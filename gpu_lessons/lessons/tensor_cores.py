@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -627,6 +628,10 @@ NCU_METRICS = (
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
     "dram__bytes_read.sum",
     "lts__t_sector_hit_rate.pct",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "sm__cycles_active.avg",
+    "smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio",
     "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio",
     "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",
     "smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio",
@@ -656,6 +661,11 @@ NCU_SHORT = {
     "mio_throttle": "smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio",
     "registers": "launch__registers_per_thread",
     "time_ns": "gpu__time_duration.sum",
+    "l2_hit_pct": "lts__t_sector_hit_rate.pct",
+    "global_load_requests": "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+    "global_load_sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "lg_throttle": "smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio",
+    "sm_cycles_active": "sm__cycles_active.avg",
 }
 
 
@@ -921,6 +931,107 @@ def simt_pipeline(result: LessonResult, counters: LessonResult | None = None) ->
     return pd.DataFrame(rows).set_index("kernel")
 
 
+SCHEDULERS_PER_SM = 4  # warp schedulers per SM, each issuing at most one warp instruction a cycle
+ISSUE_MODEL_KERNELS = (LESSON6, *SIMT_PIPELINES, "cublas sgemm")
+STALLS = ("long_scoreboard", "short_scoreboard", "dispatch_stall", "barrier", "math_throttle", "not_selected",
+          "wait", "mio_throttle")
+
+
+def ncu_blocks(entry: dict) -> int:
+    """Blocks of a profiled launch at ``NCU_SHAPE``: its recorded grid; for cuBLAS's CUTLASS kernels, whose
+    grid was not recorded, the block tile in the kernel's name (``..._sgemm_256x128_...``)."""
+    if "grid" in entry:
+        return int(np.prod(entry["grid"]))
+    found = re.search(r"gemm_(\d+)x(\d+)_", entry["kernel"])
+    if found is None:
+        raise RecordingError(f"no grid recorded for {entry['kernel']!r} and no tile in its name")
+    m, n, _ = SHAPES[NCU_SHAPE]
+    tile_m, tile_n = int(found.group(1)), int(found.group(2))
+    return -(-m // tile_m) * -(-n // tile_n)
+
+
+def issue_time(instructions: float, issue_active_pct: float, busy_sms: int, clock_mhz: float) -> float:
+    """Microseconds to issue ``instructions`` warp instructions on ``busy_sms`` SMs whose 4 schedulers
+    issue in ``issue_active_pct`` % of cycles at ``clock_mhz``."""
+    return instructions / (SCHEDULERS_PER_SM * busy_sms * clock_mhz * issue_active_pct / 100)
+
+
+def issue_time_model(result: LessonResult, counters: LessonResult | None = None) -> pd.DataFrame:
+    """Lesson 6's kernel, its cp.async pipelines and cuBLAS SGEMM at 2048^3 (Nsight Compute, from
+    ``counters``, by default the same result): warp instructions, issue slots busy, the SMs holding a block
+    (each launch fits one block per SM: min(blocks, SMs)), the measured duration, and ``issue_time`` of
+    them at the recording's SM clock, with its error."""
+    evidence = (counters or result).evidence
+    sms, clock = int(result.meta["sms"]), float(result.meta["sm_clock_mhz"])
+    rows = []
+    for name in ISSUE_MODEL_KERNELS:
+        entry = evidence.ncu_case(name)
+        metrics = entry["metrics"]
+        busy = min(ncu_blocks(entry), sms)
+        instructions = metrics[NCU_SHORT["instructions"]]
+        issue = metrics[NCU_SHORT["issue_active"]]
+        model = issue_time(instructions, issue, busy, clock)
+        measured_us = metrics[NCU_SHORT["time_ns"]] / 1e3
+        rows.append({"kernel": name, "instructions": instructions, "issue_active": issue, "busy_sms": busy,
+                     "measured_us": measured_us, "model_us": model, "error": model / measured_us - 1})
+    return pd.DataFrame(rows).set_index("kernel")
+
+
+def pipeline_loss(result: LessonResult, counters: LessonResult | None = None, stages: int = 3) -> dict:
+    """Lesson 6's kernel against its ``stages``-deep cp.async pipeline at 2048^3: the timed slowdown, and
+    the two counters' factors (instructions, issue slots busy) whose product accounts for it."""
+    evidence = (counters or result).evidence
+    pipeline = f"simt cp.async {stages} stages"
+    ms = {name: tflops_row(result, name, NCU_SHAPE)["median_ms"] for name in (LESSON6, pipeline)}
+
+    def metric(name, short):
+        return evidence.ncu_value(name, NCU_SHORT[short])
+
+    instructions = metric(pipeline, "instructions") / metric(LESSON6, "instructions")
+    issue = metric(LESSON6, "issue_active") / metric(pipeline, "issue_active")
+    return {"lesson6_ms": ms[LESSON6], "pipeline_ms": ms[pipeline], "slowdown": ms[pipeline] / ms[LESSON6],
+            "instructions": instructions, "issue": issue, "product": instructions * issue,
+            "lesson6_issue": metric(LESSON6, "issue_active"),
+            "pipeline_issue": metric(pipeline, "issue_active")}
+
+
+def stall_table(result: LessonResult, counters: LessonResult | None = None) -> pd.DataFrame:
+    """Warps stalled per issued instruction, by reason, for lesson 6's kernel and its pipelines (2048^3),
+    with the warps active (% of the SM's 64)."""
+    table = ncu_table(counters or result, (LESSON6, *SIMT_PIPELINES))
+    return table[[*STALLS, "warps_active", "registers"]]
+
+
+# NVIDIA's H200 SXM datasheet: "TF32 Tensor Core 989 TFLOPS", a figure with 2:4 structured sparsity;
+# dense TF32 is half of it. A labelled reference, not a measurement.
+DATASHEET_TF32_SPARSE_TFLOPS = 989.4
+DATASHEET_TF32_DENSE_TFLOPS = DATASHEET_TF32_SPARSE_TFLOPS / 2
+
+
+def tflops_row(result: LessonResult, variant: str, shape: str) -> pd.Series:
+    """One variant's row of ``gemm_table`` at one shape (a RecordingError naming the recording when
+    absent)."""
+    table = gemm_table(result)
+    rows = table[(table["variant"] == variant) & (table["shape"] == shape)]
+    if rows.empty:
+        raise RecordingError(f"{result.source}: no row of {variant!r} at {shape}")
+    return rows.iloc[0]
+
+
+LESSON6_BEST = "tile 128x256x16 8x16 pad 0"  # lesson 6's fastest kernel at 4096^3 (its search)
+LESSON6_STEP12 = "big_tile"  # lesson 6's last step: the kernel this lesson's SIMT pipelines start from
+
+
+def lesson6_baselines(lesson6: LessonResult, shape: str = "4096^3") -> dict:
+    """Lesson 6's recording at one shape: its best kernel's and its last step's share of cuBLAS SGEMM."""
+    table = lesson6.table[lesson6.table["size"] == size_of(shape)]
+    gflops = table.set_index("variant")["gflops"]
+    missing = [v for v in ("cublas sgemm", LESSON6_BEST, LESSON6_STEP12) if v not in gflops.index]
+    if missing:
+        raise RecordingError(f"{lesson6.source}: no row of {', '.join(missing)} at {shape}")
+    return {name: float(gflops[name] / gflops["cublas sgemm"]) for name in (LESSON6_BEST, LESSON6_STEP12)}
+
+
 # ------------------------------------------------------------------------- models
 
 
@@ -993,14 +1104,15 @@ def emulated_errors(
 
 
 def figures(result: LessonResult, roof: dict) -> dict:
-    """The lesson's figures: two concept pictures (fragment layout, pipeline timeline) and the measured
-    ones (error against K, the mma.sync ceiling, the roofline with the TF32 roof, the TF32 GEMM steps,
-    the SIMT pipelines with their counters)."""
+    """The lesson's figures: three concept pictures (fragment layout, the k order of a slab, pipeline
+    timeline) and the measured ones (error against K, the mma.sync ceiling, the roofline with the TF32
+    roof, the TF32 GEMM steps, the SIMT pipelines with their counters)."""
     provenance = result.provenance
     table = gemm_table(result)
     best = table[table["variant"].isin(TF32_GEMMS)]["tflops"].max()
     return {
         "fragment_layout": figs.fragment_layout(tc.fragment_owners()),
+        "slab_k_order": figs.slab_k_order(tc.slab_k_order()),
         "cp_async_pipeline": figs.pipeline_timeline({s: pipeline_schedule(s) for s in PIPELINE_PICTURE}),
         "tf32_error": figs.error_against_k(emulated_errors(), errors(result), provenance=provenance),
         "mma_ceiling": figs.mma_ceiling(

@@ -80,6 +80,48 @@ def fragment_layout(owners: dict[str, np.ndarray]) -> Figure:
                     "lanes 4g to 4g+3 share rows g and g+8 of A and C and column g of B.")
 
 
+def slab_k_order(order: list[tuple[int, int, int, int]]) -> Figure:
+    """One 16-deep slab of A's row (and B's column): which k-step and which column of the MMA each k
+    feeds, from ``kernels.tensor_cores.slab_k_order()`` ((k, step, t, column) per k). Boxes mark the
+    four k's one lane loads with one 16-byte load; colours follow the lane's t."""
+    fig = _figure(11.0, 3.3)
+    ax = fig.add_subplot(1, 1, 1)
+    steps = sorted({step for _, step, _, _ in order})
+    width = max(k for k, _, _, _ in order) + 1
+    for k, step, t, column in order:
+        register = "a0 · b0" if column < 4 else "a2 · b1"
+        ax.add_patch(Rectangle((k, step), 1, 1, facecolor=PALETTE[t], alpha=0.35, edgecolor="white",
+                               linewidth=1.2))
+        ax.text(k + 0.5, step + 0.5, f"col {column}\n{register}", ha="center", va="center",
+                fontsize=STYLE["note_size"] - 1.5, linespacing=1.0)
+    for t in sorted({t for _, _, t, _ in order}):
+        ks = [k for k, _, lane_t, _ in order if lane_t == t]
+        low, high = min(ks), max(ks) + 1
+        ax.add_patch(Rectangle((low + 0.04, 0.03), high - low - 0.08, len(steps) - 0.06, fill=False,
+                               edgecolor=PALETTE[t], linewidth=2.0))
+        ax.text((low + high) / 2, -0.12, f"lanes with t = {t}: one 16-byte load, k {low}–{high - 1}",
+                ha="center", va="bottom", fontsize=STYLE["note_size"] - 1, color=PALETTE[t])
+    ax.set_xlim(0, width)
+    ax.set_ylim(len(steps), -0.55)
+    ax.set_xticks(np.arange(width) + 0.5, range(width), fontsize=STYLE["tick_size"] - 1)
+    ax.set_yticks([s + 0.5 for s in steps], [f"MMA of k-step {s}" for s in steps],
+                  fontsize=STYLE["tick_size"])
+    ax.set_xlabel("k inside the 16-deep slab (as stored: A[row][k], B[k][col])",
+                  fontsize=STYLE["label_size"] - 1)
+    ax.tick_params(length=0)
+    for side in ("top", "right", "bottom", "left"):
+        ax.spines[side].set_visible(False)
+    ax.set_title("Each cell: the MMA's column of A (= row of B) that this k becomes, and the registers",
+                 fontsize=STYLE["label_size"] - 1, loc="left", pad=4)
+    fig.suptitle("The generated kernels permute k: one 16-byte load of A feeds two MMAs, B follows",
+                 fontsize=STYLE["title_size"], x=0.01, ha="left")
+    first = {step: [k for k, s, _, _ in order if s == step] for step in steps}
+    return with_alt(fig, "A 2 by 16 grid: k 0 to 15 of a slab across, the two MMAs (k-steps) down. "
+                    + "; ".join(f"k-step {s} takes k {', '.join(map(str, ks))}" for s, ks in first.items())
+                    + ". Lane t's 16-byte load covers k 4t to 4t+3: its first two k's become columns t and "
+                    "t+4 of one MMA, the other two of the next.")
+
+
 def steady_period(schedule: pd.DataFrame, stages: int) -> float:
     """Time per tile once a pipeline is running: the last ``stages - 1`` intervals between computes
     (a pattern repeats every ``stages - 1`` tiles), start-up excluded."""
@@ -254,6 +296,11 @@ def progression(wide: pd.DataFrame, provenance: str | None = None) -> Figure:
             ax.annotate(f"{value:.1f}", xy=(value, yy), xytext=(3, 0), textcoords="offset points",
                         va="center",
                         fontsize=STYLE["note_size"] - 1, fontweight="bold" if ref else "normal")
+        for yy in y[~shown]:  # a shape this variant was not timed at: say so where its bar would be
+            ax.annotate(f"{shape.replace('^3', '³')}: not timed", xy=(wide.min().min() / 1.5, yy),
+                        xytext=(3, 0),
+                        textcoords="offset points", va="center", fontsize=STYLE["note_size"] - 1.5,
+                        fontstyle="italic", color=STYLE["datasheet_color"])
     names = [LIBRARY_NAMES.get(name, name) if ref else f"{number}. {name}"
              for number, (name, ref) in enumerate(zip(wide.index, library, strict=True))]
     ax.set_yticks(base, names)
@@ -269,7 +316,11 @@ def progression(wide: pd.DataFrame, provenance: str | None = None) -> Figure:
     ax.grid(False, axis="y")
     described = "; ".join(f"{name}: {', '.join(f'{v:.0f}' for v in row if np.isfinite(v))}"
                           for name, row in zip(wide.index, wide.to_numpy(dtype=float), strict=True))
-    return with_alt(fig, f"Horizontal bars of TFLOP/s on a log scale at {', '.join(shapes)}: {described}.")
+    missing = [f"{name} at {shape}" for name in wide.index for shape in shapes
+               if not np.isfinite(wide.loc[name, shape])]
+    untimed = f" Not timed: {', '.join(missing)}." if missing else ""
+    return with_alt(fig, f"Horizontal bars of TFLOP/s on a log scale at {', '.join(shapes)}: "
+                    f"{described}.{untimed}")
 
 
 def simt_pipeline(summary: pd.DataFrame, provenance: str | None = None) -> Figure:
@@ -339,7 +390,7 @@ def simt_pipeline(summary: pd.DataFrame, provenance: str | None = None) -> Figur
             axis.spines[side].set_visible(False)
         axis.grid(True, axis="y", color=STYLE["grid_color"], linewidth=0.7)
         axis.set_axisbelow(True)
-    fig.suptitle("Lesson 6's FP32 kernel with cp.async pipelines: slower, and the counters say why",
+    fig.suptitle("Lesson 6's FP32 kernel with cp.async pipelines: slower, with issue slots less busy",
                  fontsize=STYLE["title_size"], x=0.01, ha="left")
     if provenance:
         add_caption(fig, provenance)

@@ -18,7 +18,8 @@ Groups: ``cp_async_commit_group()`` closes the copies issued since the last comm
 commits and lands everything. Copies never committed are not waited for (PTX: the same).
 The traffic tracer counts each copy where it is issued, as one global read of ``src_bytes`` (none
 when 0) and one shared write of the whole copy (Nsight Compute files these under its ``ldgsts``
-metrics rather than plain loads and stores).
+metrics rather than plain loads and stores). ``cp_async_log()`` records, for the launches run inside
+it, every copy issued and every copy landed (so a check can tell a cp.async tile from plain stores).
 
 mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32
 --------------------------------------------------
@@ -43,7 +44,8 @@ The arithmetic is ``HOPPER_TF32`` (``MmaModel``), fitted to outputs recorded on 
   products per step, 22 to 29 bits, toward zero or to nearest, C aligned with the products or
   after them) reproduces every bit: this one is bit-identical on 76 % (sums that cancel) to 95 %
   of random outputs and within 2^-23 (|A||B| + |C|) of the H200 on every element recorded, which
-  is what ``tests/test_sim_ptx.py`` holds it to.
+  is what ``tests/test_sim_ptx.py`` holds it to. It is a fit to outputs, not NVIDIA's description
+  of the hardware: the sum is not plain FP32 arithmetic (no order of float32 additions matches).
 """
 
 from __future__ import annotations
@@ -52,7 +54,9 @@ import os
 import sys
 import threading
 from collections import deque
-from dataclasses import dataclass
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -60,7 +64,8 @@ from . import recorder, warp
 
 __all__ = [
     "HOPPER_TF32", "MmaModel", "a_fragment", "b_fragment", "c_fragment", "cp_async4", "cp_async8",
-    "cp_async16", "cp_async_commit_group", "cp_async_wait_all", "cp_async_wait_group", "cvt_rna_tf32",
+    "CpAsyncLog", "cp_async16", "cp_async_commit_group", "cp_async_log", "cp_async_wait_all",
+    "cp_async_wait_group", "cvt_rna_tf32",
     "mma_m16n8k8", "mma_tf32", "tf32_rna", "tf32_truncate",
 ]
 
@@ -229,6 +234,35 @@ def cvt_rna_tf32(x):
 _STATE = "_gpu_lessons_cp_async"  # on each simulated thread: [uncommitted copies, committed groups]
 
 
+@dataclass
+class CpAsyncLog:
+    """The simulated cp.async copies of the launches run inside ``cp_async_log()``: ``issued`` holds
+    (thread id, dst byte offset, copy size, src_bytes) per copy as issued; ``landed`` holds (dst array
+    address, dst byte offset, copy size) per copy as a wait landed it in shared memory."""
+
+    issued: list = field(default_factory=list)
+    landed: list = field(default_factory=list)
+
+    def landed_bytes(self) -> set[int]:
+        """The byte offsets (in their shared arrays) that landed copies wrote."""
+        return {offset + i for _, offset, size in self.landed for i in range(size)}
+
+
+_LOGS: list[CpAsyncLog] = []  # the open cp_async_log() blocks (nested blocks each see every copy)
+
+
+@contextmanager
+def cp_async_log() -> Iterator[CpAsyncLog]:
+    """Record every cp.async copy issued and landed by simulated kernels while the block runs (on a
+    GPU: by kernels run through ``gpu_lessons.sim.trace``, whose Python twins are these functions)."""
+    log = CpAsyncLog()
+    _LOGS.append(log)
+    try:
+        yield log
+    finally:
+        _LOGS.remove(log)
+
+
 def _raw(array) -> np.ndarray:
     inner = getattr(array, "_item", array)
     return getattr(inner, "_ary", inner)
@@ -272,7 +306,10 @@ def _copy(size: int, dst, dst_index, src, src_index, src_bytes) -> None:
         if src_bytes:
             trace.note_vector_access(src, int(src_index), -(-src_bytes // 4), False)
         trace.note_vector_access(dst, int(dst_index), size // 4, True)
-    _thread_state(name)[0].append((dst_raw, dst_offset, data))
+    state = _thread_state(name)
+    for log in _LOGS:
+        log.issued.append((threading.current_thread().thread_id, dst_offset, size, src_bytes))
+    state[0].append((dst_raw, dst_offset, data))
 
 
 def cp_async4(dst, dst_index, src, src_index, src_bytes):
@@ -306,6 +343,8 @@ def cp_async_wait_group(n):
     while len(groups) > n:
         for dst_raw, offset, data in groups.popleft():
             dst_raw.view(np.uint8)[offset:offset + data.size] = data
+            for log in _LOGS:
+                log.landed.append((dst_raw.__array_interface__["data"][0], offset, data.size))
 
 
 def cp_async_wait_all():

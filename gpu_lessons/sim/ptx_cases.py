@@ -1,4 +1,5 @@
-"""Fixed kernels and inputs for ``gpu_lessons.ptx``, to hold the simulator to a GPU bit for bit.
+"""Fixed kernels and inputs for ``gpu_lessons.ptx``, to hold the simulator to a GPU: bit for bit for
+copies, conversions and the MMA's fragment layout; within 2^-23 (|A||B| + |C|) for the MMA's sums.
 
 Like ``warp_cases``: each case is a kernel, a launch and deterministic inputs (seeded from the
 case's name); ``run_cases()`` launches them on whichever device ``gpu_lessons`` picked and returns
