@@ -66,7 +66,7 @@ def test_scoreboard_rows(recorded):
     assert ratio["TF32 mma.sync GEMM 4096^3 vs FP32 SGEMM"] == 2.21
     assert ratio["TF32 mma.sync GEMM 2048^3 vs FP32 SGEMM"] == 2.14
     assert ratio["TF32 mma.sync GEMM 8192^3 vs FP32 SGEMM"] == 2.33
-    assert ratio["TF32 mma.sync GEMM 4096^3 vs cuBLAS TF32 (wgmma)"] == 0.29
+    assert ratio["TF32 mma.sync GEMM 4096^3 vs cuBLAS TF32 (CUPY_TF32=1)"] == 0.29
     assert ratio["FP32 SIMT GEMM with a cp.async pipeline 4096^3"] == 0.81
     assert ratio["FP32 SIMT GEMM with a cp.async pipeline 2048^3"] == 0.75
     assert ratio["mma.sync TF32 ceiling (registers only) vs cuBLAS TF32"] == 0.81

@@ -207,7 +207,7 @@ COMPARISONS = [
     _versus("TF32 mma.sync GEMM 4096^3 vs FP32 SGEMM", "4096^3", "cublas sgemm"),
     _versus("TF32 mma.sync GEMM 2048^3 vs FP32 SGEMM", "2048^3", "cublas sgemm"),
     _versus("TF32 mma.sync GEMM 8192^3 vs FP32 SGEMM", "8192^3", "cublas sgemm"),
-    _versus("TF32 mma.sync GEMM 4096^3 vs cuBLAS TF32 (wgmma)", "4096^3", "cublas tf32"),
+    _versus("TF32 mma.sync GEMM 4096^3 vs cuBLAS TF32 (CUPY_TF32=1)", "4096^3", "cublas tf32"),
     _versus("FP32 SIMT GEMM with a cp.async pipeline 4096^3", "4096^3", "cublas sgemm", SIMT_PIPELINES),
     _versus("FP32 SIMT GEMM with a cp.async pipeline 2048^3", "2048^3", "cublas sgemm", SIMT_PIPELINES),
     # The ceiling of any mma.sync kernel against the library's TF32 GEMM (sizes count different things:
