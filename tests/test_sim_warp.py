@@ -485,6 +485,30 @@ def test_lane_in_syncthreads_while_others_shuffle_raises():
 
 
 @cuda.jit
+def barrier_in_branch_kernel(values, out):
+    """A tree with its barrier inside the branch, finished by shuffles (lesson 5's trap): lanes 0-15
+    of warp 0 wait in syncthreads for lanes 16-31, which wait at the shuffle for them."""
+    t = cuda.threadIdx.x
+    s = 32
+    while s >= 16:
+        if t < s:
+            cuda.syncthreads()
+        s //= 2
+    if t < 32:
+        out[t] = cuda.shfl_down_sync(0xFFFFFFFF, values[t], 1)
+
+
+def test_a_barrier_inside_a_branch_raises_every_time():
+    """Whichever lanes the deadlock is found with, the others raise too: none waits forever for a
+    lane that already raised (numba's BlockManager can miss a thread's exception)."""
+    for _ in range(8):
+        start = time.perf_counter()
+        with pytest.raises(WarpDeadlockError, match="waits? in cuda.syncthreads()"):
+            barrier_in_branch_kernel[1, 64](np.ones(64, np.float32), np.zeros(64, np.float32))
+        assert time.perf_counter() - start < 5
+
+
+@cuda.jit
 def mismatched_kernel(out):
     t = cuda.threadIdx.x
     if t == 0:

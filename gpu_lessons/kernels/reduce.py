@@ -14,9 +14,10 @@
 
 Beside the steps, two experiments of the lesson have kernels here:
 
-- ``vec4`` twins, to find why ``vec4`` dips at 8-16 blocks per SM: ``vec4_lb8`` (launch_bounds
-  (256, 8)), ``vec4_maxreg32`` (a register cap), ``vec4_u2`` (two float4 in flight, not four), and
-  ``vec4_smem4`` (``vec4`` itself, launched with dynamic shared memory that lets 4 blocks share an SM);
+- ``vec4`` twins, to test whether partial waves of blocks slow ``vec4`` down (6 of its blocks fit an
+  SM, so a grid of 8 per SM is 1 1/3 waves): ``vec4_lb8`` (launch_bounds (256, 8)), ``vec4_maxreg32``
+  (a register cap), ``vec4_u2`` (two float4 in flight, not four), and ``vec4_smem4`` (``vec4`` itself,
+  launched with dynamic shared memory that lets 4 blocks share an SM);
 - trees without atomics, where the tree is the work: ``tiles_<kind>`` (each block reduces many
   256-element tiles through shared memory, then writes its partial) and ``repeat_<kind>`` (each
   block reduces the same tile ``reps`` times: no DRAM at all), for kind in ``TREE_KINDS``
@@ -105,7 +106,8 @@ def tree_strided_index(x, out):
     s = 1
     while s < BLOCK:
         index = 2 * s * tid
-        if index < BLOCK:  # words 0, 2s, 4s...: 2s-way bank conflicts (up to 32)
+        if index < BLOCK:  # a warp's words 2s apart share banks: 2-, 4-, then 8-way conflicts
+            # (s = 1, 2, then 4 to 16: with 256 threads no more than 8 lanes are active from s = 16 on)
             sdata[index] += sdata[index + s]
         cuda.syncthreads()
         s *= 2
@@ -356,11 +358,14 @@ def sum_partials(partials, count, out):
         out[0] = total
 
 
-# ------------------------------------------------- vec4 twins: why does vec4 dip at 8-16 blocks/SM?
+# ------------------------------------------------- vec4 twins: do partial waves of blocks cost time?
 #
 # vec4 needs 38 registers, so 6 blocks of 256 share an SM; at 8 blocks per SM the grid is 1 1/3
 # waves of blocks. Each twin changes one thing: how many registers (so how many resident blocks),
 # or how many loads a thread has in flight, or (vec4_smem4) only how many blocks may share an SM.
+# (On the H200, at 8 blocks per SM vec4 is within 1.5% of the twins that fit 8 per SM, for which that
+# grid is one whole wave; vec4_smem4, 4 per SM, loses 13% at 1 1/4 waves: a partial wave's tail
+# matters when few blocks share an SM.)
 
 
 @cuda.jit(**gpu_options(launch_bounds=(BLOCK, 8)))

@@ -5,9 +5,10 @@ The experiment (all float32, input uniform in [0, 1), read once: bytes = 4 n), a
 - ``progression``: every kernel of ``kernels.reduce`` in teaching order at 2^28 elements (grid-stride
   kernels at 8 blocks per SM), with each kernel's registers, shared memory and SASS;
 - ``grid``: the scalar grid-stride kernels at 1 .. 32 blocks per SM;
-- ``vec4 waves``: why ``vec4`` dips at 8 and 16 blocks per SM. ``vec4``, ``vec4_last_block`` and
-  vec4's twins (launch bounds, register cap, 2 loads in flight, residency capped by shared memory)
-  on a finer grid, with the resident blocks per SM the driver grants each (facts ``waves``);
+- ``vec4 waves``: do partial waves of blocks slow ``vec4`` down (an earlier recording dipped at 8
+  blocks per SM)? ``vec4``, ``vec4_last_block`` and vec4's twins (launch bounds, register cap, 2 loads
+  in flight, residency capped by shared memory) on a finer grid, with the resident blocks per SM the
+  driver grants each (facts ``waves``);
 - ``sizes`` and ``references``: the fast kernels, cupy.sum (CUB) and numba's cuda.reduce, 2^10 .. 2^28;
 - ``trees without atomics``: the three shared-memory trees where the tree is the work (tiles through
   shared memory with per-block partials; the same tile reduced ``TREE_REPS`` times), beside the same
@@ -192,7 +193,7 @@ def _residency(name: str, x, work: k.Workspace) -> dict:
 
 
 def _waves(run: Run) -> None:
-    """vec4 and its twins at 2^28 over a fine grid: is the dip at 8-16 blocks/SM the partial wave?"""
+    """vec4 and its twins at 2^28 over a fine grid: do partial waves of blocks cost bandwidth?"""
     _host, x = run.shared("input", lambda: _input(run))
     sms = device_info().sms
     variants = {}
@@ -601,6 +602,13 @@ def model_curves(fits: pd.DataFrame, sizes) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def model_times(fits: pd.DataFrame, sizes) -> pd.DataFrame:
+    """The fitted t(n) in microseconds at each size (x: bytes read), for drawing beside the times."""
+    rows = [{"variant": fit.variant, "x": 4 * n, "value": fit.t0_us + 4 * n / (fit.bw_gbps * 1e3)}
+            for fit in fits.itertuples() for n in sizes]
+    return pd.DataFrame(rows)
+
+
 def versus(result: LessonResult, reference: str = CUPY, variants=None) -> pd.DataFrame:
     """GB/s of each variant over the reference's at each size of the sweep (rows: sizes)."""
     wide = sweep_rows(result).pivot_table(index="size", columns="variant", values="gbps")
@@ -612,7 +620,7 @@ def versus(result: LessonResult, reference: str = CUPY, variants=None) -> pd.Dat
 def ratio_range(result: LessonResult, variant: str, smallest: int, largest: int,
                 reference: str = CUPY) -> tuple[float, float]:
     """(lowest, highest) ratio of a variant to the reference over sizes smallest..largest: e.g.
-    vec4_last_block is 0.95-1.01x CUB from 2^13 to 2^20 (only vec4 wins there)."""
+    on the H200, vec4 is 1.19-1.23x CUB from 2^13 to 2^20 and vec4_last_block 1.02-1.07x."""
     ratios = versus(result, reference, [variant])[variant]
     ratios = ratios[(ratios.index >= smallest) & (ratios.index <= largest)].dropna()
     if ratios.empty:
@@ -678,14 +686,19 @@ def _bound_status(row) -> str:
     depth = row.get("depth")
     if pd.isna(depth) or not depth:  # a library's order (or NumPy's pairwise blocks) is not modelled here
         return "not derived (order unknown)"
-    return "derived" if pd.notna(row.get("error_bound")) else "none (d u >= 1)"
+    if int(depth) * k.UNIT_ROUNDOFF >= 1:
+        return "none (d u >= 1)"  # gamma_d is infinite
+    if k.gamma(int(depth)) >= 1:
+        return "none (gamma_d >= 1)"  # a bound of sum|x| or more: it says nothing
+    return "derived"
 
 
 def float_table(result: LessonResult) -> pd.DataFrame:
     """The floating-point experiment, one row per variant and size: runs, distinct bit patterns,
     relative error, the addition depth and derived bound, and error / bound. ``bound`` says which:
     'derived' (error_over_bound is a number), 'none (d u >= 1)' (the chain is 2^24 adds or longer:
-    gamma_d is infinite, no bound at all) or 'not derived' (a library, or NumPy: order unknown here).
+    gamma_d is infinite, no bound at all), 'none (gamma_d >= 1)' (2^23 adds or longer: a bound of
+    sum|x| or more, which says nothing) or 'not derived' (a library, or NumPy: order unknown here).
     ``blocks``: the grid each kernel ran with; a recording that did not keep it (before the grid was
     recorded) gets the grid its launches used, 8 blocks per SM on the recording's SM count."""
     frame = pd.DataFrame(result.evidence.fact("float"))
@@ -694,9 +707,9 @@ def float_table(result: LessonResult) -> pd.DataFrame:
     frame.loc[frame["bound"] == "none (d u >= 1)", "error_bound"] = math.inf
     derived = frame["bound"] == "derived"
     frame["error_over_bound"] = np.where(derived, frame["max_error"] / frame["error_bound"], np.nan)
-    frame["relative_bound"] = [k.gamma(int(d)) if ok else math.nan for d, ok in zip(frame["depth"], derived,
+    bounded = frame["bound"] != "not derived (order unknown)"
+    frame["relative_bound"] = [k.gamma(int(d)) if ok else math.nan for d, ok in zip(frame["depth"], bounded,
                                                                                   strict=True)]
-    frame.loc[frame["bound"] == "none (d u >= 1)", "relative_bound"] = math.inf
     if "blocks" not in frame:
         frame["blocks"] = None
     sms = result.meta["sms"]
@@ -855,22 +868,26 @@ def tree_model_counts(kind: str, block: int = k.BLOCK) -> dict:
     """Counts of a tree's add ``sdata[dst] += sdata[src]`` from its schedule: warp instructions of the
     add's path (a warp executes the path when any lane is active: the divergence model counts these),
     active lanes, wavefronts of each access (load dst, load src, store dst: one per distinct word a
-    bank must serve) and the worst conflict (the most words one bank serves in one instruction)."""
+    bank must serve), the worst conflict (the most words one bank serves in one instruction) and the
+    wavefronts on the tree's critical path: each level ends at a barrier, which waits for the slowest
+    warp, so per level and access the most wavefronts any warp needs, summed (24 / 111 / 24)."""
     schedule = tree_schedule(kind, block)
     instructions = lanes = worst = 0
     wavefronts = {"load dst": 0, "load src": 0, "store dst": 0}
-    for _, group in schedule.groupby(["level", "warp"]):
+    slowest: dict = {}  # (level, access) -> the most wavefronts any warp's instruction needs
+    for (level, _warp), group in schedule.groupby(["level", "warp"]):
         instructions += 1
         lanes += len(group)
         for access, column in (("load dst", "dst"), ("load src", "src"), ("store dst", "dst")):
             fronts = _wavefronts(group[column].tolist())
             wavefronts[access] += fronts
             worst = max(worst, fronts)
+            slowest[(level, access)] = max(slowest.get((level, access), 0), fronts)
     return {"kind": kind, "levels": int(schedule["level"].nunique()), "warp_instructions": instructions,
             "active_lanes": lanes, "lanes_per_instruction": lanes / instructions,
             "wavefronts_load_dst": wavefronts["load dst"], "wavefronts_load_src": wavefronts["load src"],
             "wavefronts_store": wavefronts["store dst"], "wavefronts": sum(wavefronts.values()),
-            "worst_conflict_ways": worst}
+            "worst_conflict_ways": worst, "critical_path_wavefronts": sum(slowest.values())}
 
 
 def tree_model_table(block: int = k.BLOCK) -> pd.DataFrame:
@@ -906,13 +923,19 @@ def tree_costs(result: LessonResult) -> pd.DataFrame:
     return frame
 
 
+CYCLES_PER_WAVEFRONT = 1.0  # a shared-memory wavefront takes one SM cycle (lesson 4 measured it)
+
+
 def divergence_model(result: LessonResult, counts: pd.DataFrame | None = None) -> pd.DataFrame:
-    """The measured cost of each tree (SM cycles per tree over the frame without one) against two
+    """The measured cost of each tree (SM cycles per tree over the frame without one) against three
     models calibrated on tree_sequential (no divergence, no conflict) in the same setting:
 
     - paths: 分歧开销 ≈ 所有已执行路径的开销之和, a divergent warp pays for every path any lane
-      takes, so the tree costs in proportion to the warp instructions of its add path (47 / 12 / 12);
-    - wavefronts: the tree costs in proportion to its shared-memory wavefronts (141 / 141 / 36).
+      takes, so the tree costs in proportion to the warp instructions of its add path counted from
+      the source (47 / 12 / 12);
+    - wavefronts: the tree costs in proportion to its shared-memory wavefronts (141 / 141 / 36);
+    - critical path: the tree costs sequential's cycles plus one SM cycle per wavefront its critical
+      path has beyond sequential's (each level waits at a barrier for its slowest warp: 24 / 111 / 24).
 
     ``counts``: tree_model_table() by default (the tracer agrees with it: tests hold them equal)."""
     counts = tree_model_table() if counts is None else counts
@@ -927,6 +950,11 @@ def divergence_model(result: LessonResult, counts: pd.DataFrame | None = None) -
         predicted = base_cost * trees[column].to_numpy() / sequential[column].reindex(keys).to_numpy()
         trees[f"{model}_model_cycles"] = predicted
         trees[f"measured / {model}_model"] = trees["extra_cycles"].to_numpy() / predicted
+    trees["critical_path_wavefronts"] = trees["kind"].map(counts["critical_path_wavefronts"])
+    beyond = trees["critical_path_wavefronts"] - counts.loc["sequential", "critical_path_wavefronts"]
+    trees["critical_path_model_cycles"] = base_cost + CYCLES_PER_WAVEFRONT * beyond.to_numpy()
+    trees["measured / critical_path_model"] = trees["extra_cycles"] / trees["critical_path_model_cycles"]
+    trees["over_sequential"] = trees["extra_cycles"].to_numpy() - base_cost
     return trees.reset_index(drop=True)
 
 
@@ -976,28 +1004,34 @@ def adds_per_read(bandwidth_gbps: float, fp32_gflops: float) -> float:
 # ------------------------------------------------------------------------------- figures
 
 
+FLOAT_FIGURE_VARIANTS = ["atomic_per_element", "tree_sequential", "grid_stride", "vec4", "vec4_last_block",
+                         "vec4_two_pass", CUPY, "sequential float32 (cumsum)", "numpy pairwise float32"]
+
+
 def figures(result: LessonResult, roof: dict) -> dict:
     """The lesson's measured figures (those whose data the result holds: the waves and trees figures
-    need a recording made with those sections) and two concept pictures drawn from the kernels."""
+    need a recording made with those sections) and three concept pictures drawn from the kernels."""
     ceiling, label = roof["bandwidth_gbps"], "measured bandwidth ceiling"
     provenance = result.provenance
     sweep = sweep_rows(result)
     fits = launch_model(result)
+    steps = progression_rows(result)
+    reference = CUPY if CUPY in set(sweep["variant"]) else "vec4_two_pass"  # a GPU without CuPy
     out = {
         "progression": figs.steps_in_order(
-            progression_rows(result), list(k.BY_NAME), ceiling, ceiling_label=label,
-            provenance=provenance, title="Sum of 2^28 float32, step by step"),
-        "bandwidth_vs_size": figs.metric_vs(
-            sweep.assign(x=sweep["bytes"]), "bytes", xlabel="Bytes read per call", ceiling=ceiling,
-            ceiling_label=label, provenance=provenance, title="Reduce: bandwidth against size",
-            models=model_curves(fits[fits["variant"].isin(["vec4_last_block", CUPY])], SIZES)),
-        "time_vs_size": figs.metric_vs(
-            sweep, "bytes", metric="median_us", xlabel="Bytes read per call", log_y=True,
-            provenance=provenance, title="Reduce: time per call against size"),
+            steps[steps["variant"].isin([*k.PROGRESSION, CUPY, NUMBA_REDUCE])], k.PROGRESSION, ceiling,
+            ceiling_label=label, provenance=provenance, title="Sum of 2^28 float32, step by step"),
+        "size": figs.size_sweep(
+            sweep[sweep["variant"] != NUMBA_REDUCE],
+            model_times(fits[fits["variant"].isin(["vec4_last_block", reference])], SIZES),
+            versus(result, reference, [v for v in BEST if v != reference]), reference, provenance=provenance),
         "grid": figs.metric_vs(
             grid_rows(result), "param", xlabel="Blocks per SM (256 threads each)", ceiling=ceiling,
-            ceiling_label=label, provenance=provenance, title="Grid-stride kernels: grid size, 2^28"),
-        "floating_point": figs.float_errors(float_table(result), provenance=provenance),
+            ceiling_label="copy ceiling", provenance=provenance,
+            title="Grid-stride kernels: grid size, 2^28"),
+        "floating_point": figs.float_errors(float_table(result), provenance=provenance,
+                                            variants=FLOAT_FIGURE_VARIANTS),
+        "reduction_tree": figs.reduction_tree({kind: tree_schedule(kind, block=8) for kind in TREE_OF_KIND}),
         "tree_activity": figs.tree_activity({kind: tree_schedule(kind) for kind in TREE_OF_KIND}),
         "shuffle_butterflies": figs.shuffle_butterflies({kind: shuffle_steps(kind)
                                                          for kind in ("down", "xor")}),

@@ -23,7 +23,6 @@ from .style import (
     UNITS,
     add_caption,
     binary_ticks,
-    draw_ceiling,
     finish,
     human_bytes,
     new_axes,
@@ -41,11 +40,11 @@ def steps_in_order(
     labels: dict[str, str] | None = None,
     ceiling_label: str | None = None,
     provenance: str | None = None,
-    ax: Axes | None = None,
     title: str | None = None,
 ) -> Figure:
     """Horizontal bars in teaching order (first step on top): each variant's `metric` as a % of
-    the ceiling (log scale: steps span orders of magnitude), with the speed-up over the step above.
+    the ceiling (log scale: steps span orders of magnitude); beside the bars, a column with the
+    value and the speed-up over the step above.
 
     `table` holds one row per variant (rows of variants not in `order` are drawn last, grey)."""
     if metric not in UNITS:
@@ -59,37 +58,60 @@ def steps_in_order(
     names = ours + others
     values = by_variant.loc[names, metric].to_numpy(dtype=float)
     percents = 100 * values / ceiling
-    own_figure = ax is None
-    fig, ax = new_axes(ax)
-    if own_figure:
-        fig.set_figheight(1.5 + 0.42 * len(names))
+    fig, (ax, column) = plt.subplots(1, 2, figsize=(8.6, 1.6 + 0.42 * len(names)), sharey=True,
+                                     layout="constrained", gridspec_kw={"width_ratios": [3.2, 1.25]})
+    plt.close(fig)
     positions = np.arange(len(names))[::-1]
     colors = [PALETTE[0] if v in order else STYLE["reference_bar_color"] for v in names]
     ax.barh(positions, percents, color=colors, height=0.62)
-    shown = [(labels or {}).get(v, v) for v in names]
-    ax.set_yticks(positions, shown)
-    previous = None
-    for y, name, percent, value in zip(positions, names, percents, values, strict=True):
-        speedup = f", {value / previous:.3g}x" if previous and name in order else ""
-        ax.annotate(f"{percent:.3g}%  ({value:,.0f} {unit}{speedup})", xy=(percent, y), xytext=(4, 0),
-                    textcoords="offset points", ha="left", va="center", fontsize=STYLE["note_size"])
-        previous = value if name in order else previous
+    for y, percent in zip(positions, percents, strict=True):
+        inside = 40 <= percent < 100  # a label right of the bar would cross the 100% line: inside it
+        ax.annotate(f"{percent:.3g}%", xy=(percent, y), xytext=(-3 if inside else 3, 0),
+                    textcoords="offset points", ha="right" if inside else "left", va="center",
+                    fontsize=STYLE["note_size"], color="white" if inside else "black")
+    ax.set_yticks(positions, [(labels or {}).get(v, v) for v in names])
     label = ceiling_label or "measured ceiling"
-    ax.axvline(100, color=STYLE["ceiling_color"], linestyle="-.", linewidth=1.2,
-               label=f"{label} ({ceiling:,.0f} {unit})")
+    ax.axvline(100, color=STYLE["ceiling_color"], linestyle="-.", linewidth=1.2)
+    ax.annotate("100%", xy=(100, 1.0), xycoords=("data", "axes fraction"), xytext=(0, 2),
+                textcoords="offset points", ha="center", va="bottom", fontsize=STYLE["note_size"],
+                color=STYLE["ceiling_color"])
     ax.set_xscale("log")
-    ax.set_xlim(max(1e-3, percents.min() / 2), 100 * 12)
+    ax.set_xlim(max(1e-3, percents.min() / 2), 100 * 2.5)  # room for the labels of bars near 100%
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}%"))
     ax.set_ylim(-0.6, len(names) - 0.4)
     ax.tick_params(axis="y", length=0)
-    ax.legend(loc="upper right", fontsize=STYLE["legend_size"], frameon=False)  # short bars on top
-    fig = finish(fig, ax, title or f"Steps in teaching order: share of the {label}",
-                  f"% of {label} (log scale); 2x = speed-up over the step above", "", provenance)
+    finish(fig, ax, title or f"Steps in teaching order: share of the {label}",
+           f"% of the {label}, {ceiling:,.0f} {unit} (log scale)", "", None)
     ax.grid(False, axis="y")
+    previous = None
+    for y, name, value in zip(positions, names, values, strict=True):
+        ratio = value / previous if previous and name in order else None
+        speedup = "" if ratio is None else f"{ratio:.0f}x" if ratio >= 10 else f"{ratio:.2f}x"
+        column.text(0.0, y, f"{value:,.0f}", ha="left", va="center", fontsize=STYLE["note_size"])
+        column.text(0.62, y, speedup, ha="left", va="center", fontsize=STYLE["note_size"])
+        previous = value if name in order else previous
+    column.text(0.0, len(names) - 0.45, unit, ha="left", va="bottom", fontsize=STYLE["note_size"],
+                fontweight="bold")
+    column.text(0.62, len(names) - 0.45, "speed-up", ha="left", va="bottom",
+                fontsize=STYLE["note_size"], fontweight="bold")
+    column.set_xlim(0, 1)
+    column.axis("off")
+    if provenance:
+        add_caption(fig, provenance)
     best = int(np.argmax(values))
     return with_alt(fig, f"Horizontal bars, one per variant in teaching order, of {unit} as a share of "
-                    f"the {label} ({ceiling:,.0f} {unit}) on a log scale: from {names[0]} at "
-                    f"{percents[0]:.3g}% to {names[best]} at {percents[best]:.3g}%.")
+                    f"the {label} ({ceiling:,.0f} {unit}) on a log scale, with each step's speed-up over "
+                    f"the one above: from {names[0]} at {percents[0]:.3g}% to {names[best]} at "
+                    f"{percents[best]:.3g}%.")
+
+
+def _ceiling(ax: Axes, value: float, label: str) -> None:
+    """The ceiling as a line, its label under the line at the right end (where our curves are flat
+    and above it, so the label covers no data)."""
+    ax.axhline(value, color=STYLE["ceiling_color"], linestyle="-.", linewidth=1.2, zorder=1)
+    ax.annotate(f"{label}: {value:,.0f} GB/s", xy=(1.0, value), xycoords=("axes fraction", "data"),
+                xytext=(-4, -3), textcoords="offset points", ha="right", va="top",
+                fontsize=STYLE["note_size"], color=STYLE["ceiling_color"], bbox=LABEL_BOX)
 
 
 def metric_vs(
@@ -124,7 +146,7 @@ def metric_vs(
             ax.plot(rows["x"], rows["value"], color=colors.get(variant, STYLE["ceiling_color"]),
                     linestyle=":", linewidth=1.4, label=f"model: {variant}")
     if ceiling is not None:
-        draw_ceiling(ax, ceiling, ceiling_label or "measured ceiling")
+        _ceiling(ax, ceiling, ceiling_label or "measured ceiling")
     ax.set_xscale("log", base=2)
     ticks = binary_ticks(table[x].min(), table[x].max(), most=12)
     ax.xaxis.set_major_locator(FixedLocator(ticks))
@@ -146,6 +168,56 @@ def metric_vs(
                     + (f"; the measured ceiling is drawn at {ceiling:,.0f} GB/s" if ceiling else "") + ".")
 
 
+def size_sweep(
+    sweep: pd.DataFrame,
+    models: pd.DataFrame,
+    ratios: pd.DataFrame,
+    reference: str,
+    provenance: str | None = None,
+) -> Figure:
+    """The size sweep in two panels: time per call against bytes read (log-log), with the launch
+    model t0 + 4N/BW drawn as a wide pale line under the variants it was fitted to (``models``:
+    rows variant, x = bytes, value = microseconds), and each variant's bandwidth over the
+    reference's (``ratios``: sizes x variants, from versus())."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11.5, 4.9), layout="constrained")
+    plt.close(fig)
+    colors = variant_colors(sweep)
+    for variant, rows in models.groupby("variant", sort=False):
+        rows = rows.sort_values("x")
+        left.plot(rows["x"], rows["value"], color=colors.get(variant, STYLE["ceiling_color"]), linewidth=8,
+                  alpha=0.28, solid_capstyle="butt", label=f"model t0 + 4N/BW of {variant}")
+    for variant, rows in sweep.groupby("variant", sort=False):
+        rows = rows.sort_values("bytes")
+        style = PROVIDER_STYLE.get(rows["provider"].iloc[0], PROVIDER_STYLE["gpu_lessons"])
+        left.plot(rows["bytes"], 1e3 * rows["median_ms"], color=colors[variant], label=variant,
+                  linewidth=STYLE["line_width"] - 0.4, markersize=STYLE["marker_size"] - 1, **style)
+    left.set_yscale("log")
+    left.yaxis.set_major_formatter(FuncFormatter(plain_number))
+    for variant in ratios.columns:
+        right.plot(4 * ratios.index.to_numpy(), ratios[variant], color=colors.get(variant, PALETTE[0]),
+                   marker="o", linewidth=STYLE["line_width"], markersize=STYLE["marker_size"], label=variant)
+    right.axhline(1.0, color=STYLE["ceiling_color"], linestyle="--", linewidth=1.2,
+                  label=f"{reference} (= 1)")
+    for ax in (left, right):
+        ax.set_xscale("log", base=2)
+        ticks = binary_ticks(sweep["bytes"].min(), sweep["bytes"].max(), most=7)
+        ax.xaxis.set_major_locator(FixedLocator(ticks))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: human_bytes(v)))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    finish(fig, left, "Time per call against size", "Bytes read per call", "Time per call (us, log scale)",
+           None)
+    left.legend(fontsize=STYLE["legend_size"] - 1, frameon=False, loc="upper left")
+    finish(fig, right, f"Bandwidth over {reference}'s", "Bytes read per call",
+           f"GB/s / {reference}'s GB/s", None)
+    right.legend(fontsize=STYLE["legend_size"] - 1, frameon=False, loc="lower right", ncols=2)
+    if provenance:
+        add_caption(fig, provenance)
+    wins = ", ".join(f"{v} {ratios[v].min():.2f}-{ratios[v].max():.2f}x" for v in ratios.columns)
+    return with_alt(fig, "Left: time per call of each reduction against bytes read, log-log, with the fitted "
+                    "launch model t0 + 4N/BW drawn under two of them. Right: each of our kernels' bandwidth "
+                    f"over {reference}'s at every size, against a line at 1 (range over sizes: {wins}).")
+
+
 def waves(table: pd.DataFrame, ceiling: float | None = None, provenance: str | None = None) -> Figure:
     """vec4 and its twins at 2^28: GB/s against blocks per SM (left) and against waves of blocks,
     blocks / (resident blocks per SM x SMs) (right, whole waves marked). ``table``: waves_table()."""
@@ -159,16 +231,17 @@ def waves(table: pd.DataFrame, ceiling: float | None = None, provenance: str | N
             ax.plot(rows[x], rows["gbps"], color=colors[variant], marker="o", linewidth=STYLE["line_width"],
                     markersize=STYLE["marker_size"], label=label if ax is left else None)
     top = max(table["gbps"].max(), ceiling or 0)
+    bottom = math.floor(0.9 * table["gbps"].min() / 500) * 500
     for ax, x, xlabel in ((left, "blocks_per_sm", "Blocks per SM in the grid (256 threads each)"),
                           (right, "waves", "Waves of blocks (blocks / (resident blocks x SMs))")):
         if ceiling is not None:
-            draw_ceiling(ax, ceiling, "measured ceiling")
+            _ceiling(ax, ceiling, "copy ceiling")
         ax.set_xscale("log", base=2)
         ticks = binary_ticks(table[x].min(), table[x].max())
         ax.xaxis.set_major_locator(FixedLocator(ticks))
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.set_ylim(0, top * 1.12)
+        ax.set_ylim(bottom, top * 1.04)  # the axis starts at `bottom` (the tick labels say where)
         ax.yaxis.set_major_formatter(FuncFormatter(plain_number))
         finish(fig, ax, "", xlabel, "Bandwidth (GB/s)" if ax is left else "", None)
     for whole in range(1, int(math.ceil(table["waves"].max())) + 1):
@@ -189,48 +262,58 @@ def waves(table: pd.DataFrame, ceiling: float | None = None, provenance: str | N
 
 def tree_costs(model: pd.DataFrame, provenance: str | None = None) -> Figure:
     """The trees without atomics: SM cycles per tree over the same frame without a tree (bars), per
-    setting and blocks per SM, with the two models' predictions (markers). ``model``: divergence_model()."""
+    setting and blocks per SM, with two models' predictions (markers): the executed paths counted
+    from the source, and the wavefronts on the critical path. ``model``: divergence_model()."""
     groups = list(dict.fromkeys(zip(model["setting"], model["blocks_per_sm"], strict=True)))
     kinds = list(dict.fromkeys(model["kind"]))
     fig, ax = new_axes(None)
-    fig.set_figwidth(8.5)
+    fig.set_size_inches(9, 5.4)
     width = 0.8 / len(kinds)
     for i, kind in enumerate(kinds):
         part = model[model["kind"] == kind].set_index(["setting", "blocks_per_sm"]).reindex(groups)
         x = np.arange(len(groups)) + (i - (len(kinds) - 1) / 2) * width
-        ax.bar(x, part["extra_cycles"], width=width * 0.92, color=PALETTE[i], label=f"{kind} (measured)")
-        ax.scatter(x, part["paths_model_cycles"], marker="_", s=180, color="black", zorder=3,
-                   label="model: sum of executed paths" if i == 0 else None)
-        ax.scatter(x, part["wavefronts_model_cycles"], marker="x", s=30, color="black", zorder=3,
-                   label="model: shared wavefronts" if i == 0 else None)
+        ax.bar(x, part["extra_cycles"], width=width * 0.92, color=PALETTE[i], label=f"{kind}: measured")
+        ax.scatter(x, part["paths_model_cycles"], marker="_", s=260, linewidths=2.2, color="black", zorder=3,
+                   label="model: executed paths, counted in the source" if i == 0 else None)
+        ax.scatter(x, part["critical_path_model_cycles"], marker="x", s=36, color="black", zorder=3,
+                   label="model: wavefronts on the critical path" if i == 0 else None)
         for xi, value in zip(x, part["extra_cycles"], strict=True):
             if np.isfinite(value):
                 ax.annotate(f"{value:,.0f}", xy=(xi, value), xytext=(0, 3), textcoords="offset points",
-                            ha="center", va="bottom", fontsize=STYLE["note_size"] - 1)
-    ax.set_xticks(np.arange(len(groups)), [f"{s}\n{b} blocks/SM" for s, b in groups])
+                            ha="center", va="bottom", fontsize=STYLE["note_size"] - 1, bbox=LABEL_BOX)
+    ax.set_xticks(np.arange(len(groups)), [f"{s}, {b} block{'s' if b > 1 else ''}/SM" for s, b in groups])
     ax.axhline(0, color=STYLE["ceiling_color"], linewidth=0.8)
-    fig = finish(fig, ax, "Trees without atomics: what the tree itself costs",
-                 "tiles: streamed from DRAM, partials per block; repeat: one tile reduced again and again",
-                 "SM cycles per tree over the frame without a tree", provenance, legend_loc="upper left")
+    finish(fig, ax, "Trees without atomics: what the tree itself costs",
+           "tiles: 256-element tiles streamed from DRAM; repeat: one tile reduced 1,024 times",
+           "SM cycles per tree (beyond the frame without a tree)", provenance)
+    ax.legend(fontsize=STYLE["legend_size"], frameon=False, loc="upper center", ncols=2,
+              bbox_to_anchor=(0.5, -0.16))
     costs = ", ".join(f"{r.kind} {r.extra_cycles:,.0f}" for r in model.itertuples()
                       if (r.setting, r.blocks_per_sm) == groups[-1])
     return with_alt(fig, "Grouped bars of the SM cycles each shared-memory tree adds per 256-element "
                     "tile, for interleaved (divergent), strided-index (bank conflicts) and sequential "
                     "addressing, in two settings and two occupancies, with markers for the executed-paths "
-                    f"and wavefront models. In {groups[-1][0]} at {groups[-1][1]} blocks per SM: {costs}.")
+                    f"model and the critical-path wavefront model. In {groups[-1][0]} at {groups[-1][1]} "
+                    f"blocks per SM: {costs}.")
 
 
-def float_errors(frame: pd.DataFrame, provenance: str | None = None) -> Figure:
+def float_errors(frame: pd.DataFrame, provenance: str | None = None,
+                 variants: list[str] | None = None) -> Figure:
     """Relative error of each variant's sum (log scale) at each size, with its derived bound where
-    there is one, 'no bound' where gamma_d is infinite, and the number of distinct results per runs.
-    ``frame``: float_table()."""
+    there is one (a black tick), 'no bound' where gamma_d >= 1 (a chain of 2^23 adds or more), and
+    the number of distinct results over the runs. ``frame``: float_table(); ``variants``: which rows
+    to draw, in order (default: all)."""
+    if variants is not None:
+        frame = frame[frame["variant"].isin(variants)]
     sizes = sorted(frame["size"].unique())
-    variants = list(dict.fromkeys(frame["variant"]))
+    variants = list(dict.fromkeys(variants or frame["variant"]))
+    variants = [v for v in variants if v in set(frame["variant"])]
     fig, ax = new_axes(None)
-    fig.set_figheight(1.4 + 0.42 * len(variants))
-    fig.set_figwidth(9)
+    fig.set_size_inches(9.5, 1.5 + 0.46 * len(variants))
     height = 0.8 / len(sizes)
     floor = frame.loc[frame["relative_error"] > 0, "relative_error"].min() / 4
+    derived = frame["bound"] == "derived"
+    right_edge = max(frame["relative_error"].max(), frame.loc[derived, "relative_bound"].max())
     for j, size in enumerate(sizes):
         part = frame[frame["size"] == size].set_index("variant").reindex(variants)
         y = np.arange(len(variants))[::-1] + (j - (len(sizes) - 1) / 2) * height
@@ -239,21 +322,22 @@ def float_errors(frame: pd.DataFrame, provenance: str | None = None) -> Figure:
         for yi, (name, row) in zip(y, part.iterrows(), strict=True):
             if pd.isna(row["runs"]):
                 continue
+            right = shown[name]
             if row["bound"] == "derived":
-                relative_bound = row["relative_bound"]
-                ax.plot([relative_bound] * 2, [yi - height / 2, yi + height / 2], color="black",
+                ax.plot([row["relative_bound"]] * 2, [yi - height / 2, yi + height / 2], color="black",
                         linewidth=1.4)
-                note = f"{row['error_over_bound']:.1e} of bound"
+                right = max(right, row["relative_bound"])
+                note = f"error = {row['error_over_bound']:.1e} of the bound"
+            elif row["bound"].startswith("none"):
+                note = "no bound (gamma_d >= 1)"
             else:
-                note = "no bound" if row["bound"].startswith("none") else "bound not derived"
-            exact = " (exact)" if row["relative_error"] == 0 else ""
-            right = max(shown[name], row["relative_bound"] if np.isfinite(row["relative_bound"]) else 0)
-            ax.annotate(f"{int(row['distinct_results'])}/{int(row['runs'])} distinct, {note}{exact}",
+                note = "order unknown"
+            ax.annotate(f"{int(row['distinct_results'])}/{int(row['runs'])} distinct; {note}",
                         xy=(right, yi), xytext=(4, 0), textcoords="offset points", ha="left",
                         va="center", fontsize=STYLE["note_size"] - 1.5, bbox=LABEL_BOX)
     ax.set_yticks(np.arange(len(variants))[::-1], variants)
     ax.set_xscale("log")
-    ax.set_xlim(floor, frame["relative_bound"].replace(np.inf, np.nan).max() * 1e4)
+    ax.set_xlim(floor, right_edge * 3e4)  # room for the notes right of the longest bar or bound
     ax.plot([], [], color="black", linewidth=1.4, label="derived bound gamma_d")
     fig = finish(fig, ax, "Float32 sums: error against the float64 sum, and bits per run",
                  "max |sum - exact| / sum|x| over the runs (log scale)", "", provenance,
@@ -263,6 +347,68 @@ def float_errors(frame: pd.DataFrame, provenance: str | None = None) -> Figure:
     return with_alt(fig, "Horizontal bars of each variant's relative error (log scale) at two sizes, with "
                     "its derived error bound where there is one and the number of distinct results over "
                     f"repeated runs. Largest: {worst['variant']} at {worst['relative_error']:.1e}.")
+
+
+def _elements(held: list[int]) -> str:
+    """Which elements a partial sum holds: '0-3' for a run, '0,2,4,6' otherwise."""
+    held = sorted(held)
+    if len(held) > 2 and held == list(range(held[0], held[-1] + 1)):
+        return f"{held[0]}-{held[-1]}"
+    return ",".join(map(str, held))
+
+
+def reduction_tree(schedules: dict) -> Figure:
+    """A tree of 8 partial sums halving 8 -> 4 -> 2 -> 1, one panel per way of indexing it: boxes are
+    the 8 words of shared memory at each level (filled: a partial sum still to be added; the label
+    says which elements it holds), lines join the two words each thread adds, labelled with the
+    thread. ``schedules``: kind -> tree_schedule(kind, block=8)."""
+    fig, axes = plt.subplots(1, len(schedules), figsize=(4.1 * len(schedules), 4.4), layout="constrained")
+    plt.close(fig)
+    axes = np.atleast_1d(axes)
+    summary = []
+    for ax, (kind, schedule) in zip(axes, schedules.items(), strict=True):
+        words = int(max(schedule["src"].max(), schedule["dst"].max())) + 1
+        levels = int(schedule["level"].max()) + 1
+        held = {w: [w] for w in range(words)}
+        live = set(range(words))
+        for level in range(levels + 1):
+            for w in range(words):
+                filled = w in live
+                ax.add_patch(plt.Rectangle((w - 0.42, level - 0.24), 0.84, 0.48,
+                                           facecolor=PALETTE[0] if filled else "#f2f2f2",
+                                           edgecolor="#888888", linewidth=0.6, zorder=2))
+                if filled:
+                    ax.text(w, level, _elements(held[w]), ha="center", va="center",
+                            fontsize=6.5 if len(held[w]) > 2 else 8, color="white", zorder=3)
+            if level == levels:
+                break
+            step = schedule[schedule["level"] == level]
+            for row in step.itertuples():
+                for source in (row.src, row.dst):
+                    ax.plot([source, row.dst], [level + 0.24, level + 1 - 0.24], color=PALETTE[1],
+                            linewidth=1.3, zorder=1)
+                ax.annotate(f"t{row.thread}", xy=(row.dst, level + 0.5), xytext=(-3, 0),
+                            textcoords="offset points", ha="right", va="center",
+                            fontsize=STYLE["note_size"] - 0.5, color=PALETTE[1])
+            for row in step.itertuples():
+                held[row.dst] = held[row.dst] + held[row.src]
+                live.discard(row.src)
+            summary.append(f"{kind} level {level}: threads {', '.join(map(str, step['thread']))}")
+        ax.set_xlim(-0.6, words - 0.4)
+        ax.set_ylim(levels + 0.5, -0.5)
+        ax.set_xticks(range(words), [str(w) for w in range(words)])
+        ax.set_yticks(range(levels + 1), [f"{words >> level} sum{'s' if words >> level > 1 else ''}"
+                                          for level in range(levels + 1)])
+        strides = schedule.groupby("level")["s"].first().tolist()
+        ax.set_title(f"{kind} (s = {', '.join(map(str, strides))})", fontsize=STYLE["label_size"], loc="left")
+        ax.set_xlabel("shared-memory word", fontsize=STYLE["label_size"])
+        ax.tick_params(labelsize=STYLE["tick_size"], length=0)
+        for side in ("top", "right", "left", "bottom"):
+            ax.spines[side].set_visible(False)
+    return with_alt(fig, "Three small reduction trees of 8 values, 8 to 4 to 2 to 1 partial sums, one per "
+                    "indexing (interleaved, strided index, sequential): boxes are shared-memory words "
+                    "labelled with the elements they hold, lines join the words each thread adds. "
+                    + "; ".join(summary) + ".")
 
 
 def tree_activity(schedules: dict) -> Figure:

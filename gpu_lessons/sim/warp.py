@@ -227,7 +227,7 @@ class _Arrival:
     """One lane waiting at a warp collective, and then its result."""
 
     __slots__ = ("thread", "lane", "kind", "mask", "payload", "frame", "site", "done", "result",
-                 "error", "undefined_source")
+                 "error", "crash", "undefined_source")
 
     def __init__(self, thread, lane, kind, mask, payload, frame, site=None):
         self.thread = thread
@@ -240,6 +240,7 @@ class _Arrival:
         self.done = False
         self.result = None
         self.error = None
+        self.crash = None  # another lane's exception: this lane raises it too (the launch fails)
         self.undefined_source = None
 
     @property
@@ -265,7 +266,14 @@ class _BlockWarps:
 
     def has_crashed(self) -> bool:
         """A thread raised: the launch is failing anyway, and its error, not a deadlock, is news."""
-        return any(thread.exception is not None for thread in list(self.threads.values()))
+        return self.crash() is not None
+
+    def crash(self) -> BaseException | None:
+        """The exception of a thread that raised, if one has (numba keeps it as (exception, tb))."""
+        for thread in list(self.threads.values()):
+            if thread.exception is not None:
+                return thread.exception[0]
+        return None
 
     def lanes_in_warp(self, warp_index: int) -> int:
         return min(WARP_SIZE, self.thread_count - warp_index * WARP_SIZE)
@@ -337,8 +345,20 @@ class _Warp:
             if not self.parked:
                 return
             states = self._lane_states()
-        if not self.block.has_crashed():
+        crash = self.block.crash()
+        if crash is None:
             self._fail_dead_groups(states)
+        else:
+            self._fail_all(crash)
+
+    def _fail_all(self, crash: BaseException) -> None:
+        """A lane raised: every lane parked here raises the same error. numba's BlockManager aborts
+        the launch when it sees a thread's exception, but it can miss one (a thread that dies
+        between its checks), and then lanes waiting for the dead lane would wait forever."""
+        for arrivals in list(self.groups.values()):
+            for arrival in arrivals:
+                arrival.crash = crash
+            self._release(arrivals)
 
     def _release(self, arrivals) -> None:
         for arrival in arrivals:
@@ -552,9 +572,19 @@ def _collective(kind: str, mask, payload, frame) -> _Arrival:
             warp.cond.wait(POLL_SECONDS)
             if not arrival.done:
                 warp.settle()
+    if arrival.crash is not None:
+        raise _like_exception(arrival.crash)
     if arrival.error is not None:
         raise WarpDeadlockError(arrival.error)
     return arrival
+
+
+def _like_exception(error: BaseException) -> BaseException:
+    """A new exception of the same type and message (each lane raises its own)."""
+    try:
+        return type(error)(*error.args)
+    except Exception:  # noqa: BLE001 - an exception type with an unusual constructor
+        return RuntimeError(str(error))
 
 
 def _call_site(frame, block: _BlockWarps) -> tuple:
