@@ -278,7 +278,7 @@ def test_figures_from_the_recording_and_without_its_new_experiments(recording):
     assert "4 loads in flight per thread" in sweep.get_title(loc="left")
     assert "1 load in flight" in figures["offset_sweep"].axes[0].get_title(loc="left")
     assert figures["offset_sweep_x4"].axes[0].get_ylim()[0] == 0  # bandwidth axes start at 0
-    assert "particles_aos 0.670 of SoA against a model of 0.750" in plots.style.alt_text(figures["particles"])
+    assert "particles_aos 0.670 of SoA against a model of 0.75;" in plots.style.alt_text(figures["particles"])
     assert len(figures["request_stride_32"].axes[0].get_yticks()) == 12  # 32 lines drawn in 4 rows of 8
     older = _with_rows(recording, [], replacing=[*lesson.MATRIX_WALKS, "offset_copy_x4", "strided_copy_x4"])
     left = lesson.figures(older, {})

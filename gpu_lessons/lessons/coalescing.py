@@ -1346,8 +1346,9 @@ FIGURES = {  # name -> builder(result): a Figure with alt text, or None where th
 
 
 CONCEPT_FIGURES = ("request_aligned", "request_offset_1", "request_stride_2", "request_stride_32",
-                   "request_aos_field", "request_matrix_row", "request_matrix_column", "request_float4_adjacent",
-                   "request_float4_spread_2", "requests_offset", "requests_float4", "matrix_picture")
+                   "request_aos_field", "request_matrix_row", "request_matrix_column",
+                   "request_float4_adjacent", "request_float4_spread_2", "requests_offset", "requests_float4",
+                   "matrix_picture")
 
 
 def figure(name: str, result: LessonResult | None = None):
