@@ -280,6 +280,10 @@ def test_figures_from_the_recording_and_without_its_new_experiments(recording):
     assert figures["offset_sweep_x4"].axes[0].get_ylim()[0] == 0  # bandwidth axes start at 0
     assert "particles_aos 0.670 of SoA against a model of 0.75;" in plots.style.alt_text(figures["particles"])
     assert len(figures["request_stride_32"].axes[0].get_yticks()) == 12  # 32 lines drawn in 4 rows of 8
+    stride_32 = figures["request_stride_32"].axes[0].get_title(loc="left")
+    assert "128 useful of 1024 bytes moved (12.5%)" in stride_32  # an honest share, not "12%"
+    assert "the measurement is 64.0 bytes" in plots.style.alt_text(figures["dram_granularity"])
+    assert [plots.style.share_percent(v) for v in (0.125, 0.8, 1.0, 0.5)] == ["12.5%", "80%", "100%", "50%"]
     older = _with_rows(recording, [], replacing=[*lesson.MATRIX_WALKS, "offset_copy_x4", "strided_copy_x4"])
     left = lesson.figures(older, {})
     assert not {"matrix_walks", "offset_sweep_x4", "stride_sweep_x4"} & set(left)  # left out, not failed

@@ -1253,8 +1253,14 @@ def _dram_granularity(result: LessonResult):
         plots.coalescing.dram_granularity(granularity, provenance=result.provenance),
         "DRAM bytes read per copied 4-byte element against the stride, measured by Nsight Compute, "
         "beside two predictions: whole 32-byte sectors and whole 64-byte granules. From a stride of 16 "
-        f"elements (64 bytes) on, the measurement is {big.min():.1f} to {big.max():.1f} bytes: the "
-        "64-byte line, not the 32-byte one.")
+        f"elements (64 bytes) on, the measurement is {_span(big, '.1f')} bytes: the 64-byte granule, "
+        "not the 32-byte sector.")
+
+
+def _span(values: pd.Series, spec: str) -> str:
+    """'64.0' when the values round alike, else '68.0 to 68.1'."""
+    low, high = format(values.min(), spec), format(values.max(), spec)
+    return low if low == high else f"{low} to {high}"
 
 
 def _access_width(result: LessonResult):

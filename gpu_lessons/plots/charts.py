@@ -28,6 +28,7 @@ from .style import (
     new_axes,
     plain_number,
     series_label,
+    share_percent,
     variant_colors,
     with_alt,
 )
@@ -452,11 +453,12 @@ def global_sectors(
         ax.spines[side].set_visible(False)
     ax.tick_params(axis="y", length=0, labelsize=STYLE["tick_size"])
     moved = attrs["moved_bytes"]
+    used = share_percent(attrs["useful_bytes"] / moved)
     headline = title or f"{attrs['op']} {attrs['array']}  `{attrs['source']}`"
     lines = f"{len(touched_lines)} line{'s' if len(touched_lines) > 1 else ''}"
     ax.set_title(f"{headline}\n{attrs['sectors']} sectors per request (ideal {attrs['ideal_sectors']}), "
                  f"{lines}; {attrs['useful_bytes']} useful of {moved} bytes moved "
-                 f"({attrs['useful_bytes'] / moved:.0%})", fontsize=STYLE["title_size"] - 1, loc="left")
+                 f"({used})", fontsize=STYLE["title_size"] - 1, loc="left")
     if legend:
         ax.legend(handles=[Patch(color=PALETTE[0], label="bytes a lane uses"),
                            Patch(color=PALETTE[5], label="sector moved"),
@@ -467,5 +469,5 @@ def global_sectors(
         add_caption(fig, provenance)
     return with_alt(fig, f"One warp's request drawn lane by lane: the bytes each lane uses inside the "
                     f"32-byte sectors and 128-byte lines it touches; {attrs['sectors']} sectors per request "
-                    f"against an ideal {attrs['ideal_sectors']}, {attrs['useful_bytes'] / moved:.0%} of the "
+                    f"against an ideal {attrs['ideal_sectors']}, {used} of the "
                     "moved bytes used.")

@@ -23,6 +23,7 @@ from .style import (
     human_bytes,
     new_axes,
     plain_number,
+    share_percent,
 )
 
 SECTOR_BYTES = 32
@@ -240,7 +241,7 @@ def matrix_walk_picture(walks, ld: int, rows: int = 32, provenance: str | None =
             ax.spines[side].set_visible(False)
         attrs = request.attrs
         used = attrs["useful_bytes"] / attrs["moved_bytes"]
-        ax.set_title(f"{title}\n{attrs['sectors']} sectors, {used:.0%} of the moved bytes used",
+        ax.set_title(f"{title}\n{attrs['sectors']} sectors, {share_percent(used)} of the moved bytes used",
                      fontsize=STYLE["title_size"] - 1, loc="left")
         ax.set_xlabel("column c (floats)", fontsize=STYLE["label_size"] - 1)
         ax.set_ylabel("row r", fontsize=STYLE["label_size"] - 1)
