@@ -14,84 +14,124 @@ from gpu_lessons.vector import load4, store4
 NOTEBOOK = "03_coalescing_aos_soa.ipynb"
 
 
+# exercise 2: AoS -> SoA
+
+def soa_view(records):
+    """The right shape and values, but a view: the bytes are still laid out record by record."""
+    return records.T
+
+
+def soa_reshaped(records):
+    """Contiguous (4, n), but the records' bytes cut into four rows: not field by field."""
+    return np.ascontiguousarray(records).reshape(4, -1)
+
+
 @cuda.jit
-def speed_strided(x, y, vx, vy, out):
-    """Right values, but vx read with a stride of 2 as well: an AoS read in SoA clothing."""
+def speed_of_positions(soa, out):
+    """Coalesced, but the speed of the positions (rows 0 and 1)."""
     i = cuda.grid(1)
     if i < out.size:
-        a = vx[(2 * i) % out.size]
-        a = vx[i] + 0 * a
-        out[i] = (a * a + vy[i] * vy[i]) ** 0.5
+        out[i] = (soa[0, i] * soa[0, i] + soa[1, i] * soa[1, i]) ** 0.5
 
 
 @cuda.jit
-def speed_of_positions(x, y, vx, vy, out):
-    """Coalesced, but the speed of the positions."""
+def speed_records_index(soa, out):
+    """The AoS index kept on the SoA array: soa[i, 2] (out of bounds past the fourth particle)."""
     i = cuda.grid(1)
     if i < out.size:
-        out[i] = (x[i] * x[i] + y[i] * y[i]) ** 0.5
+        vx, vy = soa[i, 2], soa[i, 3]
+        out[i] = (vx * vx + vy * vy) ** 0.5
 
 
-@cuda.jit
-def speed_squared(x, y, vx, vy, out):
-    """Coalesced, but no square root."""
-    i = cuda.grid(1)
-    if i < out.size:
-        out[i] = vx[i] * vx[i] + vy[i] * vy[i]
-
+# exercise 3: float4 tail and alignment
 
 @cuda.jit
-def scale_scalar(x, out, a):
-    """Right values, one float at a time: no 16-byte loads."""
-    i = cuda.grid(1)
-    for j in range(4 * i, min(4 * i + 4, x.size)) if i < x.size // 4 else range(0):
-        out[j] = a * x[j]
-    j = 4 * (x.size // 4) + (i - x.size // 4)
-    if i >= x.size // 4 and j < x.size:
-        out[j] = a * x[j]
-
-
-@cuda.jit
-def scale_tail_off_by_groups(x, out, a):
-    """The tail indexed 4 * groups + i: threads past the groups skip the first leftovers."""
+def scale_no_tail(x, out, a):
     i = cuda.grid(1)
     groups = x.size // 4
     if i < groups:
         v0, v1, v2, v3 = load4(x, i)
         store4(out, i, a * v0, a * v1, a * v2, a * v3)
-    else:
-        j = 4 * groups + i
-        if j < x.size:
-            out[j] = a * x[j]
 
 
-@cuda.jit
-def scale_tail_one_element(x, out, a):
-    """Only the first leftover element is written (one thread, one element)."""
-    i = cuda.grid(1)
-    groups = x.size // 4
-    if i < groups:
-        v0, v1, v2, v3 = load4(x, i)
-        store4(out, i, a * v0, a * v1, a * v2, a * v3)
-    elif i == groups and 4 * groups < x.size:
-        out[4 * groups] = a * x[4 * groups]
+def _launch(kernel, x, a):
+    out = np.zeros_like(x)
+    threads = ex.vec4_threads(x.size)
+    kernel[max(1, -(-threads // 256)), 256](x, out, np.float32(a))
+    return out
+
+
+def scale_accepts_anything(x, a):
+    """Right tail, no alignment check."""
+    return _launch(ex.solution_scale_vec4_kernel, x, a)
+
+
+def scale_checks_4_bytes(x, a):
+    """Checks alignment to a float (4 bytes), which every float32 view has."""
+    if x.ctypes.data % 4:
+        raise ValueError("misaligned")
+    return _launch(ex.solution_scale_vec4_kernel, x, a)
+
+
+def scale_refuses_views(x, a):
+    """Refuses every view, aligned or not (x[4:] is aligned again)."""
+    if x.base is not None and x.ctypes.data != x.base.ctypes.data:
+        raise ValueError("views are refused")
+    return _launch(ex.solution_scale_vec4_kernel, x, a)
+
+
+def scale_right_check_no_tail(x, a):
+    """Refuses misaligned input, but the kernel has no tail."""
+    if x.ctypes.data % 16:
+        raise ValueError("misaligned")
+    return _launch(scale_no_tail, x, a)
+
+
+# exercise 4: predict a bandwidth
+
+def sector_model(stride, ceiling):
+    """Ceiling x 8 / sectors per warp: 32-byte sectors, not DRAM's 64-byte granules."""
+    load_sectors = min(stride, 8) * 4
+    return ceiling * 8 / (load_sectors + 4)
+
+
+def datasheet_ceiling(stride, ceiling):
+    """The right bytes, against the datasheet's 4,814 GB/s instead of the measured ceiling."""
+    return 4814.3 * 8 / (min(4 * stride, 64) + 4)
+
+
+def reads_only(stride, ceiling):
+    """Forgets the 4 bytes written per element."""
+    return ceiling * 8 / min(4 * stride, 64)
+
+
+def bytes_apart(stride, ceiling):
+    """Charges the whole distance between elements, 4 x stride bytes, with no granule cap."""
+    return ceiling * 8 / (4 * stride + 4)
 
 
 SOLUTIONS = [
     (ex.check_sector_prediction, (ex.gather, ex.solution_sector_prediction)),
-    (ex.check_speed_soa, (ex.solution_speed_soa,)),
-    (ex.check_scale_vec4, (ex.solution_scale_vec4,)),
+    (ex.check_soa_conversion, (ex.solution_to_soa, ex.solution_speed_soa)),
+    (ex.check_scale_vec4, (ex.solution_scale_vec4, ex.solution_scale_vec4_kernel)),
+    (ex.check_stride_prediction, (ex.solution_stride_prediction,)),
 ]
 WRONG_ANSWERS = [
     (ex.check_sector_prediction, (ex.gather, lambda: 4)),  # as if the gather were a contiguous copy
     (ex.check_sector_prediction, (ex.gather, lambda: 32)),  # a sector per lane
     (ex.check_sector_prediction, (ex.gather, lambda: 16)),  # two lanes per sector
-    (ex.check_speed_soa, (speed_strided,)),
-    (ex.check_speed_soa, (speed_of_positions,)),
-    (ex.check_speed_soa, (speed_squared,)),
-    (ex.check_scale_vec4, (scale_scalar,)),
-    (ex.check_scale_vec4, (scale_tail_off_by_groups,)),
-    (ex.check_scale_vec4, (scale_tail_one_element,)),
+    (ex.check_soa_conversion, (soa_view, ex.solution_speed_soa)),
+    (ex.check_soa_conversion, (soa_reshaped, ex.solution_speed_soa)),
+    (ex.check_soa_conversion, (ex.solution_to_soa, speed_of_positions)),
+    (ex.check_soa_conversion, (ex.solution_to_soa, speed_records_index)),
+    (ex.check_scale_vec4, (scale_accepts_anything, ex.solution_scale_vec4_kernel)),
+    (ex.check_scale_vec4, (scale_checks_4_bytes, ex.solution_scale_vec4_kernel)),
+    (ex.check_scale_vec4, (scale_refuses_views, ex.solution_scale_vec4_kernel)),
+    (ex.check_scale_vec4, (scale_right_check_no_tail, scale_no_tail)),
+    (ex.check_stride_prediction, (sector_model,)),
+    (ex.check_stride_prediction, (datasheet_ceiling,)),
+    (ex.check_stride_prediction, (reads_only,)),
+    (ex.check_stride_prediction, (bytes_apart,)),
 ]
 
 (test_notebook_has_one_cell_per_exercise, test_skeleton_fails, test_solution_passes,
@@ -111,13 +151,31 @@ def test_the_sector_check_traces_the_kernel_it_is_given():
 
 
 def test_the_feedback_says_what_is_wrong():
-    assert "8 sectors per request" in ex.check_speed_soa(speed_strided).message
-    assert "16 bytes at a time" in ex.check_scale_vec4(scale_scalar).message
-    assert "never written" in ex.check_scale_vec4(scale_tail_one_element).message
+    assert "16 sectors per request" in ex.check_soa_conversion(soa_view, ex.solution_speed_soa).message
+    assert "row f of soa must hold field f" in ex.check_soa_conversion(soa_reshaped,
+                                                                       ex.solution_speed_soa).message
+    assert "x[1:] starts 4 bytes past" in ex.check_scale_vec4(scale_checks_4_bytes,
+                                                              ex.solution_scale_vec4_kernel).message
+    assert "x[4:] was refused" in ex.check_scale_vec4(scale_refuses_views,
+                                                      ex.solution_scale_vec4_kernel).message
+    assert "leftover element" in ex.check_scale_vec4(scale_right_check_no_tail, scale_no_tail).message
+    assert "at stride 24" in ex.check_stride_prediction(sector_model).message
+    assert "at stride 4" in ex.check_stride_prediction(datasheet_ceiling).message
     assert "you predicted 4 sectors" in ex.check_sector_prediction(ex.gather, lambda: 4).message
+
+
+def test_the_prediction_is_held_to_the_recording():
+    ceiling, measured = ex.recorded_stride_gbps()
+    assert abs(ceiling - 4191.16) < 0.01  # the recording's stride-1 point
+    for stride, gbps in measured.items():
+        model = ex.solution_stride_prediction(stride, ceiling)
+        assert abs(gbps / model - 1) < ex.PREDICT_TOLERANCE
+    # the datasheet's ceiling misses stride 4 by more than the tolerance: the check can tell them apart
+    assert abs(measured[4] / datasheet_ceiling(4, ceiling) - 1) > ex.PREDICT_TOLERANCE
 
 
 def test_wrong_answers_are_feedback_not_errors():
     assert not ex.check_sector_prediction(ex.gather, lambda: None).passed
     assert not ex.check_sector_prediction(ex.gather, lambda: 1 / 0).passed
+    assert not ex.check_stride_prediction(lambda s, c: None).passed
     assert np.isclose(ex.traced_load_sectors(ex.gather), 8)

@@ -2,10 +2,13 @@
 
 1. Predict the sectors per request of a load whose index is an expression of the thread index;
    the check traces the learner's kernel and compares the prediction with what the tracer counts.
-2. Rewrite an array-of-structures kernel for a structure of arrays: the check runs it against
-   NumPy and traces it, and every load and store must be ideal (4 sectors per full-warp request).
-3. Finish a float4 kernel's scalar tail, checked against NumPy at lengths that are not multiples
-   of 4 (nor of the block), with the body's loads traced as 16-byte accesses.
+2. Convert a kernel and its data from an array of structures to a structure of arrays: the
+   learner's ``to_soa`` lays the records out field by field, their kernel reads that layout; the
+   check runs both against NumPy and traces the kernel (every request ideal: 4 sectors).
+3. A float4 wrapper done right: the kernel's scalar tail, and the host function's refusal of an
+   input that does not start on a 16-byte boundary (x[1:] refused, x[4:] accepted).
+4. Predict a number from the lesson's DRAM-bytes model: the four-loads-in-flight strided copy's
+   bandwidth at strides 4 and 24, checked against the H200's recording (within 8%).
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda
 
+from .. import lessons
+from ..lessons import coalescing as lesson
 from ..sim import trace
 from ..vector import load4, store4
 from . import guarded, report
@@ -59,7 +64,8 @@ def check_sector_prediction(kernel, prediction) -> object:
         counted = traced_load_sectors(kernel)
         if not np.isclose(float(value), counted):
             return report(name, False, f"you predicted {float(value):g} sectors per request; draw the 32 "
-                          "addresses and count the 32-byte sectors they fall in (plots.global_sectors)")
+                          "addresses and count the 32-byte sectors they fall in "
+                          "(plots.charts.global_sectors)")
         return report(name, True, f"{counted:g} sectors per request, as the tracer counts: "
                       f"{128 / (32 * counted):.0%} of the bytes moved are used")
 
@@ -75,51 +81,66 @@ def solution_sector_prediction() -> int:
 # ----------------------------------------------------------------------------- exercise 2
 
 SPEED_N = 1000  # not a multiple of the block
+SPEED_FIELDS = 4  # x, y, vx, vy
 
 
 @cuda.jit
 def speed_aos(records, out):
-    """The kernel of exercise 2: |v| of particles stored as records (x, y, vx, vy)."""
+    """The kernel to convert in exercise 2: |v| of particles stored as records (x, y, vx, vy)."""
     i = cuda.grid(1)
     if i < out.size:
         vx, vy = records[i, 2], records[i, 3]
         out[i] = (vx * vx + vy * vy) ** 0.5
 
 
-def check_speed_soa(kernel) -> object:
-    """``kernel(x, y, vx, vy, out)``: out[i] = sqrt(vx[i]^2 + vy[i]^2) on four separate arrays,
-    every request ideal (4 sectors for a full warp's 4-byte loads or stores)."""
-    name = "exercise 2 (structure of arrays)"
+def check_soa_conversion(to_soa, kernel) -> object:
+    """``to_soa(records)``: (n, 4) records (x, y, vx, vy) -> a (4, n) float32 structure of arrays;
+    ``kernel(soa, out)``: out[i] = sqrt(vx[i]^2 + vy[i]^2) read from it. Checked against NumPy on
+    1,000 particles; traced on two warps: every load and store must be ideal (4 sectors)."""
+    name = "exercise 2 (AoS to SoA)"
 
     def attempt():
         rng = np.random.default_rng()
-        fields = [rng.standard_normal(SPEED_N, dtype=np.float32) for _ in range(4)]
+        records = rng.standard_normal((SPEED_N, SPEED_FIELDS), dtype=np.float32)
+        soa = to_soa(records.copy())
+        if not isinstance(soa, np.ndarray) or soa.shape != (SPEED_FIELDS, SPEED_N) or soa.dtype != np.float32:
+            got = f"{type(soa).__name__} {getattr(soa, 'shape', '')} {getattr(soa, 'dtype', '')}".strip()
+            return report(name, False, f"to_soa returned {got}; return a float32 array of shape (4, n): "
+                          "row f holds field f of every particle")
         out = np.full(SPEED_N, np.nan, np.float32)
-        blocks = -(-SPEED_N // 256)
-        kernel[blocks, 256](*fields, out)
-        expected = np.sqrt(fields[2] ** 2 + fields[3] ** 2)
+        kernel[-(-SPEED_N // 256), 256](soa, out)
+        expected = np.sqrt(records[:, 2] ** 2 + records[:, 3] ** 2)
         if np.isnan(out).any():
             return report(name, False, f"{int(np.isnan(out).sum())} of {SPEED_N} outputs never written")
         if not np.allclose(out, expected, rtol=1e-5, atol=1e-6):
             worst = int(np.argmax(np.abs(out - expected)))
-            return report(name, False, f"out[{worst}] = {out[worst]:.5f}, expected {expected[worst]:.5f}")
-        counts = _trace(kernel, *(f[:64].copy() for f in fields), np.zeros(64, np.float32), threads=64)
+            return report(name, False, f"out[{worst}] = {out[worst]:.5f}, expected {expected[worst]:.5f}: "
+                          "row f of soa must hold field f of the records (x, y, vx, vy), and the speed uses "
+                          "vx and vy")
+        small = records[:32 * WARPS].copy()
+        counts = _trace(kernel, to_soa(small), np.zeros(32 * WARPS, np.float32))
         table = counts.by_instruction
         worst = table.loc[table["sectors_per_request"].astype(float).idxmax()]
         if float(worst["sectors_per_request"]) > 4:
             return report(name, False, f"{worst['op']} {worst['array']} at {worst['location']} needs "
-                          f"{float(worst['sectors_per_request']):g} sectors per request; the ideal is 4")
+                          f"{float(worst['sectors_per_request']):g} sectors per request; the ideal is 4. "
+                          "Lane i must read element i of a row that is contiguous in memory (a transposed "
+                          "view keeps the records' layout: its bytes are still x, y, vx, vy, x, ...)")
         return report(name, True, f"right on {SPEED_N} particles, and every request is 4 sectors")
 
     return guarded(name, attempt)
 
 
+def solution_to_soa(records):
+    return np.ascontiguousarray(records.T)  # a copy, field after field
+
+
 @cuda.jit
-def solution_speed_soa(x, y, vx, vy, out):
+def solution_speed_soa(soa, out):
     i = cuda.grid(1)
     if i < out.size:
-        a, b = vx[i], vy[i]
-        out[i] = (a * a + b * b) ** 0.5
+        vx, vy = soa[2, i], soa[3, i]
+        out[i] = (vx * vx + vy * vy) ** 0.5
 
 
 # ----------------------------------------------------------------------------- exercise 3
@@ -132,37 +153,63 @@ def vec4_threads(n: int) -> int:
     return n // 4 + n % 4
 
 
-def check_scale_vec4(kernel) -> object:
-    """``kernel(x, out, a)``: out = a * x with load4/store4 over the whole groups of 4 and a
-    scalar tail, launched with ``vec4_threads(n)`` threads."""
-    name = "exercise 3 (float4 body, scalar tail)"
+def aligned_floats(n: int, rng=None) -> np.ndarray:
+    """n random float32 starting on a 16-byte boundary (a view into a slightly larger buffer)."""
+    rng = rng or np.random.default_rng()
+    buffer = rng.standard_normal(n + 4, dtype=np.float32)
+    skip = (-buffer.ctypes.data % 16) // 4
+    return buffer[skip:skip + n]
+
+
+def check_scale_vec4(scale_vec4, kernel) -> object:
+    """``scale_vec4(x, a)``: a * x for a float32 NumPy vector with 16-byte loads, any length (the
+    kernel's scalar tail), refusing with ValueError an x that does not start on a 16-byte boundary;
+    ``kernel``: the kernel it launches (traced: its body must load 16 bytes at a time)."""
+    name = "exercise 3 (float4: tail and alignment)"
 
     def attempt():
         rng = np.random.default_rng()
         for n in (1, 3, 6, 1027):
-            x = rng.standard_normal(n, dtype=np.float32)
-            out = np.full(n, np.nan, np.float32)
-            threads = vec4_threads(n)
-            kernel[max(1, -(-threads // 256)), 256](x, out, SCALE)
-            if np.isnan(out).any():
-                missing = np.flatnonzero(np.isnan(out))
-                return report(name, False, f"n={n}: out{missing[:4].tolist()} never written "
-                              f"({len(missing)} of {n}); the last n % 4 need the scalar tail")
-            if not np.array_equal(out, SCALE * x):
-                return report(name, False, f"n={n}: values differ from 3 * x")
+            x = aligned_floats(n, rng)
+            out = scale_vec4(x, SCALE)
+            if out is None or np.shape(out) != (n,):
+                return report(name, False, f"n={n}: scale_vec4 must return the n scaled values")
+            wrong = np.flatnonzero(np.asarray(out) != SCALE * x)
+            if len(wrong):
+                return report(name, False, f"n={n}: out{wrong[:4].tolist()} wrong ({len(wrong)} of {n}); "
+                              "the threads past the last group of 4 each handle one leftover element")
+        base = aligned_floats(1028, rng)
+        for skip in (1, 2):
+            try:
+                scale_vec4(base[skip:], SCALE)
+            except ValueError:
+                continue
+            except Exception as error:  # noqa: BLE001 - the learner's code: any other error is feedback
+                return report(name, False, f"x[{skip}:] raised {type(error).__name__}; refuse it with a "
+                              "ValueError that says why")
+            return report(name, False, f"x[{skip}:] starts {4 * skip} bytes past a 16-byte boundary and was "
+                          "accepted: a 16-byte load there is illegal on a GPU; raise ValueError "
+                          "(x.ctypes.data is x's address)")
+        try:
+            out = scale_vec4(base[4:], SCALE)
+        except ValueError as error:
+            return report(name, False, f"x[4:] was refused ({error}), but it starts 16 bytes in, on a "
+                          "16-byte boundary: refuse only an address that is not a multiple of 16")
+        if not np.array_equal(np.asarray(out), SCALE * base[4:]):
+            return report(name, False, "x[4:] (aligned) gave wrong values")
         counts = _trace(kernel, rng.standard_normal(259, dtype=np.float32), np.zeros(259, np.float32), SCALE,
                         threads=vec4_threads(259))
         loads = counts.by_instruction
         wide = loads[(loads["array"] == "x") & (loads["op"] == "ld") & (loads["bytes"] == 16)]
         if wide.empty:
-            return report(name, False, "the body does not load x 16 bytes at a time (use load4)")
-        return report(name, True, "16-byte body and scalar tail right at n = 1, 3, 6 and 1027")
+            return report(name, False, "the kernel's body does not load x 16 bytes at a time (use load4)")
+        return report(name, True, "right at n = 1, 3, 6 and 1027; x[1:] and x[2:] refused, x[4:] accepted")
 
     return guarded(name, attempt)
 
 
 @cuda.jit
-def solution_scale_vec4(x, out, a):
+def solution_scale_vec4_kernel(x, out, a):
     i = cuda.grid(1)
     groups = x.size // 4
     if i < groups:
@@ -172,3 +219,58 @@ def solution_scale_vec4(x, out, a):
         j = 4 * groups + (i - groups)
         if j < x.size:
             out[j] = a * x[j]
+
+
+def solution_scale_vec4(x, a):
+    if x.ctypes.data % 16:
+        raise ValueError(f"x starts {x.ctypes.data % 16} bytes past a 16-byte boundary")
+    out = np.empty_like(x)
+    threads = vec4_threads(x.size)
+    solution_scale_vec4_kernel[max(1, -(-threads // 256)), 256](x, out, np.float32(a))
+    return out
+
+
+# ----------------------------------------------------------------------------- exercise 4
+
+PREDICT_STRIDES = (4, 24)
+PREDICT_TOLERANCE = 0.08
+PREDICT_SWEEP = "strided_copy_x4"
+
+
+def recorded_stride_gbps(result=None) -> tuple[float, dict]:
+    """The x4 strided copy's ceiling (stride 1) and its useful GB/s at the predicted strides, from
+    ``result`` (default: the reference recording)."""
+    result = result or lessons.load(lesson.NAME, live=False)
+    rows = result.table[result.table["variant"] == PREDICT_SWEEP].set_index("param")["gbps"]
+    return float(rows.loc[1.0]), {s: float(rows.loc[float(s)]) for s in PREDICT_STRIDES}
+
+
+def check_stride_prediction(predicted_gbps) -> object:
+    """``predicted_gbps(stride, ceiling_gbps)``: the useful GB/s of the four-loads-in-flight strided
+    copy at ``stride`` (elements of 4 bytes), given its measured stride-1 bandwidth; held to the
+    H200's recording at strides 4 and 24 within 8%."""
+    name = "exercise 4 (predict a bandwidth)"
+
+    def attempt():
+        ceiling, measured = recorded_stride_gbps()
+        for stride in PREDICT_STRIDES:
+            got = predicted_gbps(stride, ceiling)
+            if got is None:
+                return report(name, False, "return a bandwidth in GB/s")
+            error = measured[stride] / float(got) - 1
+            if abs(error) > PREDICT_TOLERANCE:
+                return report(name, False, f"you predict {float(got):,.0f} GB/s at stride {stride}; the H200 "
+                              f"measured {measured[stride]:,.0f} ({error:+.0%} from yours, allowed "
+                              f"{PREDICT_TOLERANCE:.0%}). Count the bytes DRAM moves per copied element: the "
+                              f"read costs whole 64-byte granules (elements {4 * stride} bytes apart), the "
+                              "write 4 bytes; at stride 1 the ceiling moves 8 bytes per element")
+        return report(name, True, ", ".join(f"stride {s}: the H200 measured {measured[s]:,.0f} GB/s"
+                                            for s in PREDICT_STRIDES) + f", within {PREDICT_TOLERANCE:.0%} "
+                      "of your DRAM-bytes model")
+
+    return guarded(name, attempt)
+
+
+def solution_stride_prediction(stride, ceiling_gbps):
+    read = min(4 * stride, 64)  # DRAM reads whole 64-byte granules
+    return ceiling_gbps * 8 / (read + 4)

@@ -411,6 +411,28 @@ def recorded_ncu_sectors(result: LessonResult, sweep: str) -> pd.DataFrame:
     return table.astype({"param": "int64"}).sort_values("param", ignore_index=True)
 
 
+def _sibling(variant: str) -> str:
+    """The other copy of the same access pattern: offset_copy <-> offset_copy_x4, and so on."""
+    return variant[:-3] if variant.endswith("_x4") else f"{variant}_x4"
+
+
+def recorded_dram_bytes(result: LessonResult, sweep: str) -> pd.DataFrame:
+    """DRAM bytes per copied element that Nsight Compute measured for each point of a sweep's access
+    pattern (columns param, ncu_dram_bytes, ncu_dram_case). The bytes depend on the addresses, not
+    on how many loads a thread keeps in flight: where the sweep's own copy was not profiled at a
+    point, the other copy of the same pattern (one or four loads per thread) is used, and named."""
+    variant = _sweep_variant(sweep)
+    frames = []
+    for source in (variant, _sibling(variant)):
+        counted = recorded_ncu_sectors(result, source)
+        frames.append(pd.DataFrame({
+            "param": counted["param"],
+            "ncu_dram_bytes": counted["ncu_dram_read_per_element"] + counted["ncu_dram_write_per_element"],
+            "ncu_dram_case": [f"{source} {p}" for p in counted["param"]]}))
+    table = pd.concat(frames, ignore_index=True).drop_duplicates("param", keep="first")
+    return table.astype({"param": "int64"}).sort_values("param", ignore_index=True)
+
+
 def sweep_model(result: LessonResult, sweep: str, ceiling_gbps: float | None = None,
                 dram_ceiling_gbps: float | None = None) -> pd.DataFrame:
     """A sweep's measured useful bandwidth beside two models, with each model's error per point
@@ -419,11 +441,15 @@ def sweep_model(result: LessonResult, sweep: str, ceiling_gbps: float | None = N
     * sectors: ``ceiling x ideal sectors / actual sectors`` (8 per warp ideal: 4 loaded, 4 stored;
       sectors per request from the tracer at every point, Nsight Compute's beside them where recorded);
     * DRAM bytes: ``min(ceiling, DRAM ceiling x useful bytes / DRAM bytes)``, DRAM bytes per element
-      from 64-byte granules (``dram_bytes_per_element``) at every point, Nsight Compute's measured
-      bytes beside them where recorded.
+      from 64-byte granules (``dram_bytes_per_element``) at every point;
+    * the same DRAM model from the bytes Nsight Compute measured for the same access pattern
+      (``recorded_dram_bytes``; NaN where no copy of the pattern was profiled):
+      ``ceiling x measured bytes at the ideal point / measured bytes``.
 
     The ceiling defaults to the sweep's own ideal point (``sweep_ceiling``), and so does the DRAM
     ceiling: at that point DRAM moves exactly the useful bytes. ``sweep``: a variant of ``SWEEPS``.
+    Per element, the sector model's bytes are ``sectors`` (load + store sectors per warp x 32 bytes
+    / 32 elements) and the DRAM model's are ``dram_bytes``.
     """
     variant = _sweep_variant(sweep)
     kind, x4 = SWEEPS[variant]
@@ -435,15 +461,20 @@ def sweep_model(result: LessonResult, sweep: str, ceiling_gbps: float | None = N
     dram_ceiling = ceiling if dram_ceiling_gbps is None else dram_ceiling_gbps
     measured["param"] = measured["param"].astype(int)
     sectors = sweep_sectors(kind, measured["param"], x4=x4)
-    merged = measured.merge(sectors, on="param").merge(recorded_ncu_sectors(result, variant), on="param",
-                                                        how="left")
+    merged = (measured.merge(sectors, on="param")
+              .merge(recorded_ncu_sectors(result, variant), on="param", how="left")
+              .merge(recorded_dram_bytes(result, variant), on="param", how="left"))
     merged["model_gbps"] = ceiling * merged["ideal_sectors"] / merged["sectors"]
     merged["error"] = merged["gbps"] / merged["model_gbps"] - 1
     merged["dram_bytes"] = dram_bytes_per_element(kind, merged["param"])
-    merged["ncu_dram_bytes"] = merged["ncu_dram_read_per_element"] + merged["ncu_dram_write_per_element"]
     merged["dram_model_gbps"] = np.minimum(ceiling, dram_ceiling * USEFUL_BYTES_PER_ELEMENT
                                            / merged["dram_bytes"])
     merged["dram_model_error"] = merged["gbps"] / merged["dram_model_gbps"] - 1
+    ideal = 0 if kind == "offset" else 1
+    at_ideal = merged.loc[merged["param"] == ideal, "ncu_dram_bytes"]
+    ideal_bytes = float(at_ideal.iloc[0]) if len(at_ideal) else np.nan
+    merged["ncu_dram_model_gbps"] = np.minimum(ceiling, dram_ceiling * ideal_bytes / merged["ncu_dram_bytes"])
+    merged["ncu_dram_model_error"] = merged["gbps"] / merged["ncu_dram_model_gbps"] - 1
     merged.insert(0, "variant", variant)
     return merged.sort_values("param", ignore_index=True)
 
@@ -504,7 +535,7 @@ def particle_summary(result: LessonResult) -> pd.DataFrame:
         rows["vs_soa"] = rows["gbps"] / by[SOA_REFERENCE]
         rows["bytes_model_vs_soa"] = moved[SOA_REFERENCE] / rows["dram_bytes_per_particle"]
         rows["bytes_model_error"] = rows["vs_soa"] / rows["bytes_model_vs_soa"] - 1
-    return rows.round(3)
+    return rows
 
 
 def copy_summary(result: LessonResult) -> pd.DataFrame:
@@ -1149,72 +1180,202 @@ def _sweep_alt(model: pd.DataFrame, variant: str) -> str:
     worst_dram = model.loc[model["dram_model_error"].abs().idxmax()]
     loads = "four loads in flight per thread" if x4 else "one 4-byte load per thread"
     return (f"Useful bandwidth of a copy with {'a start offset' if kind == 'offset' else 'a stride'} "
-            f"({loads}) from {model['param'].min()} to {model['param'].max()} elements, measured beside two "
-            f"models: sectors per request (largest error {worst['error']:+.0%} at {int(worst['param'])}) and "
-            f"DRAM bytes in 64-byte granules (largest error {worst_dram['dram_model_error']:+.0%} at "
-            f"{int(worst_dram['param'])}); below, sectors per request from the tracer.")
+            f"({loads}) from {model['param'].min()} to {model['param'].max()} elements, from "
+            f"{model['gbps'].min():,.0f} to {model['gbps'].max():,.0f} GB/s, beside two models: sectors per "
+            f"warp (largest error {worst['error']:+.1%} at {int(worst['param'])}) and DRAM bytes in 64-byte "
+            f"granules (largest error {worst_dram['dram_model_error']:+.1%} at {int(worst_dram['param'])}); "
+            "below, each model's error per point and the bytes per element each one charges.")
+
+
+def _request_alt(title: str, request: pd.DataFrame) -> str:
+    attrs = request.attrs
+    return (f"One warp's request, {title}: the 32 lanes, the bytes each reads, and the 32-byte sectors and "
+            f"128-byte lines they fall in: {attrs['sectors']} sectors (ideal {attrs['ideal_sectors']}), "
+            f"{attrs['useful_bytes']} useful of {attrs['moved_bytes']} bytes moved.")
+
+
+SWEEP_FIGURES = {"offset_copy": "offset_sweep", "strided_copy": "stride_sweep",
+                 "offset_copy_x4": "offset_sweep_x4", "strided_copy_x4": "stride_sweep_x4"}
+
+
+def sweep_figure(result: LessonResult, sweep: str):
+    """One sweep beside its two models (``sweep_model``), with alt text."""
+    variant = _sweep_variant(sweep)
+    kind, x4 = SWEEPS[variant]
+    model = sweep_model(result, variant)
+    ideal = "offset 0" if kind == "offset" else "stride 1"
+    return plots.with_alt(
+        plots.coalescing.sectors_sweep(model, kind, sweep_ceiling(result.table, variant),
+                                       ceiling_label=f"ceiling: this copy at {ideal}",
+                                       provenance=result.provenance,
+                                       loads_per_thread=k.SWEEP_UNROLL if x4 else 1),
+        _sweep_alt(model, variant))
+
+
+def _requests() -> dict:
+    return {name: (title, request) for name, title, request in
+            [*warp_requests(), *matrix_requests(), *float4_requests()]}
+
+
+def _panels(names: tuple, lead: str = ""):
+    def draw(result: LessonResult):
+        requests = _requests()
+        chosen = [requests[name] for name in names]
+        return plots.with_alt(plots.coalescing.request_panels(chosen),
+                              lead + " ".join(_request_alt(title, request) for title, request in chosen))
+    return draw
+
+
+def _matrix_picture(result: LessonResult):
+    requests = _requests()
+    walks = [("row walk", requests["request_matrix_row"][1]),
+             ("column walk", requests["request_matrix_column"][1])]
+    return plots.with_alt(
+        plots.coalescing.matrix_walk_picture(walks, MATRIX_TRACE_LD),
+        f"A row-major matrix with leading dimension {MATRIX_TRACE_LD} drawn cell by cell. A warp walking "
+        f"along a row loads 32 adjacent floats: {walks[0][1].attrs['sectors']} sectors. A warp walking down "
+        f"a column loads one float from each of 32 rows, {4 * MATRIX_TRACE_LD} bytes apart: "
+        f"{walks[1][1].attrs['sectors']} sectors.")
+
+
+def _sweep(variant: str):
+    def draw(result: LessonResult):
+        return sweep_figure(result, variant) if (result.table["variant"] == variant).any() else None
+    return draw
+
+
+def _dram_granularity(result: LessonResult):
+    granularity = dram_granularity(result)
+    if granularity.empty:
+        return None
+    big = granularity[granularity["stride"] >= 16]["ncu_read_per_element"]
+    return plots.with_alt(
+        plots.coalescing.dram_granularity(granularity, provenance=result.provenance),
+        "DRAM bytes read per copied 4-byte element against the stride, measured by Nsight Compute, "
+        "beside two predictions: whole 32-byte sectors and whole 64-byte granules. From a stride of 16 "
+        f"elements (64 bytes) on, the measurement is {_span(big, '.1f')} bytes: the 64-byte granule, "
+        "not the 32-byte sector.")
+
+
+def _span(values: pd.Series, spec: str) -> str:
+    """'64.0' when the values round alike, else '68.0 to 68.1'."""
+    low, high = format(values.min(), spec), format(values.max(), spec)
+    return low if low == high else f"{low} to {high}"
+
+
+def _access_width(result: LessonResult):
+    widths = width_summary(result)
+    at_largest = widths[widths["size"] == widths["size"].max()].set_index("variant")["vs_cupy_copy"]
+    l2_bytes = float(result.meta.get("l2_mib", 0)) * 2**20 or None
+    return plots.with_alt(
+        plots.coalescing.access_widths(widths, l2_bytes=l2_bytes, provenance=result.provenance),
+        "Copy bandwidth against the size of each buffer (log scale) for 4-, 8- and 16-byte accesses, one "
+        "per thread and in a grid-stride loop, beside CuPy's copy, with the size marked at which the two "
+        "buffers fill the L2. At the largest size, "
+        + "; ".join(f"{v}: {at_largest[v]:.3f} of CuPy's copy" for v in ("copy_w4", "copy_w8", "copy_w16")
+                    if v in at_largest) + ".")
+
+
+def _particles(result: LessonResult):
+    particles = particle_summary(result)
+    by = particles.set_index("variant")
+    return plots.with_alt(
+        plots.coalescing.particle_layouts(particles, provenance=result.provenance),
+        "Useful bandwidth of the particle update per layout and CuPy version, with the bytes model's "
+        "prediction marked for AoS, AoSoA and padded records: "
+        + "; ".join(f"{v} {by.loc[v, 'vs_soa']:.3f} of SoA against a model of "
+                    f"{by.loc[v, 'bytes_model_vs_soa']:.4g}"
+                    for v in ("particles_aos", "particles_aosoa", "particles_padded_vec4") if v in by.index)
+        + ".")
+
+
+def _copies(result: LessonResult):
+    table = result.table
+    ceiling, ceiling_variant = copy_ceiling(table)
+    big = table[table["variant"].isin([*WIDTH_VARIANTS, *GAP_SHAPES, CUPY_COPY])]
+    return plots.with_alt(
+        plots.charts.percent_of_ceiling(big, ceiling, ceiling_label=f"same-run best copy ({ceiling_variant})",
+                                        provenance=result.provenance, title="Copies at 1 GiB per buffer"),
+        "Every copy at 1 GiB per buffer as a share of the same run's best copy: access widths, grid-stride "
+        "shapes (waves of blocks, a queue, block chunks) and CuPy's copy.")
+
+
+def _waves(result: LessonResult):
+    table = result.table
+    waves = waves_table(result)
+    reference = table[(table["variant"] == CUPY_COPY) & (table["size"] == table["size"].max())]["gbps"]
+    reference_gbps = float(reference.iloc[0]) if len(reference) else None
+    return plots.with_alt(
+        plots.coalescing.waves(waves, reference_gbps, result.provenance),
+        "The one-wave grid-stride float4 copy against the waves of blocks in its grid: "
+        + ", ".join(f"{int(w)} wave{'s' if w > 1 else ''} {g:,.0f} GB/s"
+                    for w, g in zip(waves["waves"], waves["gbps"], strict=True))
+        + "; below, how much longer the busiest SM worked than the least busy one, where recorded.")
+
+
+def _matrix_walks(result: LessonResult):
+    if not result.table["variant"].isin(MATRIX_WALKS).any():
+        return None
+    summary = matrix_summary(result)
+    columns = summary[summary["variant"] == "matrix_column_walk"]
+    return plots.with_alt(
+        plots.coalescing.matrix_walks(summary, provenance=result.provenance),
+        "Useful bandwidth of a matrix copy with warps walking along rows and down columns, per leading "
+        "dimension: the column walk at " + " and ".join(f"{v:.3f}" for v in columns["vs_row_walk"])
+        + " of the row walk, beside the sector model (0.125) and the DRAM-bytes model (1.0).")
+
+
+def _single(name: str):
+    def draw(result: LessonResult):
+        title, request = _requests()[name]
+        return plots.with_alt(plots.charts.global_sectors(request, title=title), _request_alt(title, request))
+    return draw
+
+
+FIGURES = {  # name -> builder(result): a Figure with alt text, or None where the result lacks the data
+    **{name: _single(name) for name in ("request_aligned", "request_offset_1", "request_stride_2",
+                                        "request_stride_32", "request_aos_field", "request_matrix_row",
+                                        "request_matrix_column", "request_float4_adjacent",
+                                        "request_float4_spread_2")},
+    "requests_offset": _panels(("request_aligned", "request_offset_1")),
+    "requests_float4": _panels(("request_float4_adjacent", "request_float4_spread_2"),
+                               "Two warps' 16-byte loads: "),
+    "matrix_picture": _matrix_picture,
+    **{name: _sweep(variant) for variant, name in SWEEP_FIGURES.items()},
+    "dram_granularity": _dram_granularity,
+    "access_width": _access_width,
+    "particles": _particles,
+    "copies": _copies,
+    "waves": _waves,
+    "matrix_walks": _matrix_walks,
+}
+
+
+CONCEPT_FIGURES = ("request_aligned", "request_offset_1", "request_stride_2", "request_stride_32",
+                   "request_aos_field", "request_matrix_row", "request_matrix_column",
+                   "request_float4_adjacent", "request_float4_spread_2", "requests_offset", "requests_float4",
+                   "matrix_picture")
+
+
+def figure(name: str, result: LessonResult | None = None):
+    """One of the lesson's figures (``FIGURES``), with its alt text. The concept pictures
+    (``CONCEPT_FIGURES``: traced warp requests, the matrix walk) need no result; the others are drawn
+    from ``result`` (``lessons.load``)."""
+    if name not in FIGURES:
+        raise ValueError(f"unknown figure {name!r}; choose one of {', '.join(FIGURES)}")
+    if result is None and name not in CONCEPT_FIGURES:
+        raise ValueError(f"the figure {name!r} is drawn from measurements: pass the result (lessons.load)")
+    drawn = FIGURES[name](result)
+    if drawn is None:
+        raise RecordingError(f"{result.source}: the figure {name!r} needs an experiment this result lacks")
+    return drawn
 
 
 def figures(result: LessonResult, roof: dict) -> dict:
     """The lesson's figures from a result; those of experiments the result lacks are left out
-    (the 2-D walks and x4 sweeps appear with the first recording that measured them)."""
-    table, provenance = result.table, result.provenance
-    ceiling, ceiling_variant = copy_ceiling(table)
-    label = f"same-run ceiling ({ceiling_variant})"
-    figs = {}
-    for name, title, request in [*warp_requests(), *matrix_requests(), *float4_requests()]:
-        attrs = request.attrs
-        figs[name] = plots.with_alt(
-            plots.charts.global_sectors(request, title=title),
-            f"One warp's request, {title}: the 32 lanes, the bytes each reads, and the 32-byte sectors and "
-            f"128-byte lines they fall in: {attrs['sectors']} sectors (ideal {attrs['ideal_sectors']}), "
-            f"{attrs['useful_bytes']} useful of {attrs['moved_bytes']} bytes moved.")
-    for variant in SWEEPS:
-        if not (table["variant"] == variant).any():
-            continue
-        model = sweep_model(result, variant)
-        kind = SWEEPS[variant][0]
-        own = sweep_ceiling(table, variant)
-        ideal = "offset 0" if kind == "offset" else "stride 1"
-        name = f"{kind}_sweep" + ("_x4" if SWEEPS[variant][1] else "")
-        loads = k.SWEEP_UNROLL if SWEEPS[variant][1] else 1
-        figs[name] = plots.with_alt(
-            plots.coalescing.sectors_sweep(model, kind, own, ceiling_label=f"{variant} at {ideal}",
-                                           provenance=provenance, loads_per_thread=loads),
-            _sweep_alt(model, variant))
-    granularity = dram_granularity(result)
-    if not granularity.empty:
-        figs["dram_granularity"] = plots.with_alt(
-            plots.coalescing.dram_granularity(granularity, provenance=provenance),
-            "DRAM bytes read per copied 4-byte element against the stride, measured by Nsight Compute, "
-            "beside two predictions: whole 32-byte sectors and whole 64-byte granules. From a stride of 16 "
-            "elements (64 bytes) the measurement follows the 64-byte line, not the sector line.")
-    widths = table[table["variant"].isin([*WIDTH_VARIANTS[:6], CUPY_COPY])]
-    figs["access_width"] = plots.with_alt(
-        plots.charts.bandwidth_vs_size(widths, ceiling_gbps=ceiling, ceiling_label=label,
-                                       provenance=provenance,
-                                       title="Copy bandwidth by access width, L2 to 17x L2"),
-        "Copy bandwidth against bytes moved for 4-, 8- and 16-byte accesses, one-shot and grid-stride, "
-        "beside CuPy's copy, from L2-resident sizes to 17 times the L2.")
-    layouts = table[table["variant"].isin([*LAYOUT_VARIANTS, CUPY_ELEMENTWISE, CUPY_EXPRESSIONS, CUPY_AOS])]
-    figs["particles"] = plots.with_alt(
-        plots.charts.percent_of_ceiling(layouts, ceiling, ceiling_label=label, provenance=provenance,
-                                        title="Particle update x += v*dt, useful GB/s"),
-        "Useful bandwidth of the particle update in each layout (AoS, five SoA versions, AoSoA, padded "
-        "records) and of CuPy's versions, as a share of the same run's best copy.")
-    big = table[table["variant"].isin([*WIDTH_VARIANTS, *GAP_SHAPES, CUPY_COPY])]
-    figs["copies"] = plots.with_alt(
-        plots.charts.percent_of_ceiling(big, ceiling, ceiling_label=label, provenance=provenance,
-                                        title="Copies at 1 GiB per buffer"),
-        "Every copy at 1 GiB per buffer as a share of the same run's best copy: access widths, grid-stride "
-        "shapes (waves of blocks, a queue, block chunks) and CuPy's copy.")
-    if table["variant"].isin(MATRIX_WALKS).any():
-        summary = matrix_summary(result)
-        figs["matrix_walks"] = plots.with_alt(
-            plots.coalescing.matrix_walks(summary, provenance=provenance),
-            "Useful bandwidth of a matrix copy with warps walking along rows and down columns, per leading "
-            "dimension, beside what the sector model and the DRAM-bytes model predict for the column walk.")
-    return figs
+    (a recording made before the 2-D walks or the x4 sweeps draws without them)."""
+    drawn = {name: build(result) for name, build in FIGURES.items()}
+    return {name: fig for name, fig in drawn.items() if fig is not None}
 
 
 # -------------------------------------------------------------------------------- checks

@@ -9,6 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
+from matplotlib.collections import PatchCollection
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
@@ -27,6 +28,7 @@ from .style import (
     new_axes,
     plain_number,
     series_label,
+    share_percent,
     variant_colors,
     with_alt,
 )
@@ -327,7 +329,7 @@ def roofline(
                     f"{peak_gflops / bandwidth_gbps:.1f} FLOP/byte{more}{described}.")
 
 
-def _line_positions(lines: np.ndarray) -> dict[int, float]:
+def _line_positions(lines) -> dict[int, float]:
     """x position of each touched 128-byte line: side by side, a gap where lines are skipped."""
     positions, x, previous = {}, 0.0, None
     for line in sorted(set(int(v) for v in lines)):
@@ -338,18 +340,94 @@ def _line_positions(lines: np.ndarray) -> dict[int, float]:
     return positions
 
 
+_BAND = 2.4  # height of one band (lanes, sectors, lines) in data units
+
+
+def _sector_band(ax: Axes, request: pd.DataFrame, lines, y0: float, width: float, every: int) -> None:
+    """One band of the request picture at height y0: the given 128-byte lines (4 sectors each), the
+    bytes the request's lanes use in them, and those lanes above, joined to their bytes."""
+    x_of_line = _line_positions(lines)
+    address = request["address"].to_numpy()
+    size = request["bytes"].to_numpy()
+
+    def x_of(byte: float) -> float:
+        line = int(byte // LINE_BYTES)
+        return x_of_line[line] + (byte - line * LINE_BYTES)
+
+    sectors = set()
+    for a, s in zip(address, size, strict=True):
+        sectors.update(range(int(a // SECTOR_BYTES), int((a + s - 1) // SECTOR_BYTES) + 1))
+    touched, plain, used = PALETTE[5], "#f2f2f2", PALETTE[0]
+    patches = []  # drawn as one collection: thousands of add_patch calls are slow
+    for line, x0 in x_of_line.items():
+        patches.append(plt.Rectangle((x0, y0 + 0.05), LINE_BYTES, 0.25, facecolor="#dddddd",
+                                     edgecolor="white"))
+        if len(x_of_line) <= 16:
+            ax.text(x0 + LINE_BYTES / 2, y0 + 0.17, f"line {line}", ha="center", va="center",
+                    fontsize=STYLE["note_size"] - 1)
+        for s in range(4):
+            sector = line * 4 + s
+            patches.append(plt.Rectangle((x0 + s * SECTOR_BYTES, y0 + 0.45), SECTOR_BYTES, 0.5,
+                                         facecolor=touched if sector in sectors else plain,
+                                         edgecolor="#777777", linewidth=0.6))
+    mine = [(lane, a, s) for lane, a, s in zip(request["lane"], address, size, strict=True)
+            if int(a // LINE_BYTES) in x_of_line]
+    lanes = sorted({lane for lane, _, _ in mine})
+    band_width = max(x_of_line.values()) + LINE_BYTES
+    slots = 32 if len(lanes) > 16 else max(len(lanes), 8)
+    lane_x = {lane: band_width * (k + 0.5) / slots for k, lane in
+              enumerate(range(32) if slots == 32 else lanes)}
+    for lane, a, s in mine:
+        left, right = x_of(a), x_of(a + s - 1) + 1
+        patches.append(plt.Rectangle((left, y0 + 0.45), right - left, 0.5, facecolor=used, edgecolor="none"))
+        ax.plot([lane_x[lane], (left + right) / 2], [y0 + 1.55, y0 + 0.95], color=used, linewidth=0.6,
+                alpha=0.7)
+    for line, x0 in x_of_line.items():  # the edges of moved sectors again, in white over the used bytes
+        for s in range(4):
+            if line * 4 + s in sectors:
+                patches.append(plt.Rectangle((x0 + s * SECTOR_BYTES, y0 + 0.45), SECTOR_BYTES, 0.5,
+                                             facecolor="none", edgecolor="white", linewidth=1.4))
+    box = width / 40
+    lane_boxes = []
+    for lane, x in lane_x.items():
+        active = lane in set(request["lane"])
+        lane_boxes.append(plt.Rectangle((x - box / 2, y0 + 1.55), box, 0.3,
+                                        facecolor=used if active else "white", edgecolor=used, linewidth=0.6))
+        if lane % every == 0 or lane == 31 or slots != 32:
+            ax.text(x, y0 + 1.95, str(lane), ha="center", va="bottom", fontsize=STYLE["note_size"] - 1)
+    ax.add_collection(PatchCollection(patches + lane_boxes, match_original=True))
+
+
+def _touched_lines(request: pd.DataFrame) -> np.ndarray:
+    address = request["address"].to_numpy()
+    size = request["bytes"].to_numpy()
+    first_line = address // LINE_BYTES
+    last_line = (address + size - 1) // LINE_BYTES
+    spans = [np.arange(a, b + 1) for a, b in zip(first_line, last_line, strict=True)]
+    return np.unique(np.concatenate(spans))
+
+
+def request_rows(request: pd.DataFrame, lines_per_row: int = 8) -> int:
+    """How many rows ``global_sectors`` draws a request in (one unless it touches more than 12 lines)."""
+    lines = len(_touched_lines(request))
+    return 1 if lines <= 12 else -(-lines // lines_per_row)
+
+
 def global_sectors(
     request: pd.DataFrame,
     ax: Axes | None = None,
     title: str | None = None,
     provenance: str | None = None,
+    lines_per_row: int = 8,
+    legend: bool = True,
 ) -> Figure:
     """Draw one warp's global-memory request: lanes -> the bytes each touches -> the 32-byte
     sectors and 128-byte lines they fall in. ``request`` is ``MemoryTrace.request(...)``.
 
     Only the lines the request touches are drawn (a gap marks skipped ones); sectors it touches
-    are coloured, with the bytes lanes actually use filled dark. The title gives the sector count
-    and useful / moved bytes.
+    are coloured, with the bytes lanes actually use filled dark. A request over more than 12 lines
+    is drawn in rows of ``lines_per_row`` lines, each row under the lanes that use it. The title
+    gives the sector count and useful / moved bytes.
     """
     attrs = request.attrs
     if attrs.get("space") != "global":
@@ -357,71 +435,39 @@ def global_sectors(
                          f"{attrs.get('space', 'not a MemoryTrace.request table')}")
     own = ax is None
     fig, ax = new_axes(ax)
+    touched_lines = _touched_lines(request)
+    per_row = len(touched_lines) if len(touched_lines) <= 12 else lines_per_row
+    rows = [touched_lines[k:k + per_row] for k in range(0, len(touched_lines), per_row)]
+    width = max(max(_line_positions(r).values()) + LINE_BYTES for r in rows)
     if own:
-        fig.set_size_inches(9.5, 3.6)
-    address = request["address"].to_numpy()
-    size = request["bytes"].to_numpy()
-    first_line = (address // LINE_BYTES)
-    last_line = (address + size - 1) // LINE_BYTES
-    touched_lines = np.unique(np.concatenate([np.arange(a, b + 1) for a, b in zip(first_line, last_line,
-                                                                                   strict=True)]))
-    x_of_line = _line_positions(touched_lines)
-
-    def x_of(byte: float) -> float:
-        line = int(byte // LINE_BYTES)
-        return x_of_line[line] + (byte - line * LINE_BYTES)
-
-    width = max(x_of_line.values()) + LINE_BYTES
-    sectors = set()
-    for a, s in zip(address, size, strict=True):
-        sectors.update(range(int(a // SECTOR_BYTES), int((a + s - 1) // SECTOR_BYTES) + 1))
-    touched, plain, used = PALETTE[5], "#f2f2f2", PALETTE[0]
-    for line, x0 in x_of_line.items():
-        ax.add_patch(plt.Rectangle((x0, 0.05), LINE_BYTES, 0.25, facecolor="#dddddd", edgecolor="white"))
-        if len(x_of_line) <= 16:
-            ax.text(x0 + LINE_BYTES / 2, 0.17, f"line {line}", ha="center", va="center",
-                    fontsize=STYLE["note_size"] - 1)
-        for s in range(4):
-            sector = line * 4 + s
-            ax.add_patch(plt.Rectangle((x0 + s * SECTOR_BYTES, 0.45), SECTOR_BYTES, 0.5,
-                                       facecolor=touched if sector in sectors else plain,
-                                       edgecolor="#777777", linewidth=0.6))
-    lane_x = np.linspace(width / 64, width - width / 64, 32)
-    for lane, a, s in zip(request["lane"], address, size, strict=True):
-        left, right = x_of(a), x_of(a + s - 1) + 1
-        ax.add_patch(plt.Rectangle((left, 0.45), right - left, 0.5, facecolor=used, edgecolor="none"))
-        ax.plot([lane_x[lane], (left + right) / 2], [1.55, 0.95], color=used, linewidth=0.6, alpha=0.7)
-    for x0 in x_of_line.values():  # sector edges again, over the used bytes
-        for s in range(4):
-            ax.add_patch(plt.Rectangle((x0 + s * SECTOR_BYTES, 0.45), SECTOR_BYTES, 0.5, facecolor="none",
-                                       edgecolor="#555555", linewidth=0.6))
-    for lane in range(32):
-        active = lane in set(request["lane"])
-        ax.add_patch(plt.Rectangle((lane_x[lane] - width / 80, 1.55), width / 40, 0.3,
-                                   facecolor=PALETTE[0] if active else "white", edgecolor=PALETTE[0],
-                                   linewidth=0.6))
-        if lane % 4 == 0 or lane == 31:
-            ax.text(lane_x[lane], 1.95, str(lane), ha="center", va="bottom", fontsize=STYLE["note_size"] - 1)
+        fig.set_size_inches(9.5, 1.3 + 1.8 * len(rows))
+    for k, row in enumerate(rows):
+        _sector_band(ax, request, row, (len(rows) - 1 - k) * _BAND, width, every=4)
     ax.set_xlim(-width * 0.01, width * 1.01)
-    ax.set_ylim(0, 2.25)
-    ax.set_yticks([0.17, 0.7, 1.7], ["128-B lines", "32-B sectors", "lanes"])
+    ax.set_ylim(0, len(rows) * _BAND - 0.15)
+    ticks = [(k * _BAND + y, label) for k in range(len(rows))
+             for y, label in ((0.17, "128-B lines"), (0.7, "32-B sectors"), (1.7, "lanes"))]
+    ax.set_yticks([t for t, _ in ticks], [label for _, label in ticks])
     ax.set_xticks([])
     for side in ("top", "right", "bottom", "left"):
         ax.spines[side].set_visible(False)
     ax.tick_params(axis="y", length=0, labelsize=STYLE["tick_size"])
     moved = attrs["moved_bytes"]
+    used = share_percent(attrs["useful_bytes"] / moved)
     headline = title or f"{attrs['op']} {attrs['array']}  `{attrs['source']}`"
+    lines = f"{len(touched_lines)} line{'s' if len(touched_lines) > 1 else ''}"
     ax.set_title(f"{headline}\n{attrs['sectors']} sectors per request (ideal {attrs['ideal_sectors']}), "
-                 f"{len(x_of_line)} lines; {attrs['useful_bytes']} useful of {moved} bytes moved "
-                 f"({attrs['useful_bytes'] / moved:.0%})", fontsize=STYLE["title_size"] - 1, loc="left")
-    ax.legend(handles=[Patch(color=used, label="bytes a lane uses"),
-                       Patch(color=touched, label="sector moved"),
-                       Patch(facecolor=plain, edgecolor="#777777", label="sector not moved")],
-              loc="upper right", bbox_to_anchor=(1.0, -0.02), ncols=3, fontsize=STYLE["legend_size"] - 1,
-              frameon=False)
+                 f"{lines}; {attrs['useful_bytes']} useful of {moved} bytes moved "
+                 f"({used})", fontsize=STYLE["title_size"] - 1, loc="left")
+    if legend:
+        ax.legend(handles=[Patch(color=PALETTE[0], label="bytes a lane uses"),
+                           Patch(color=PALETTE[5], label="sector moved"),
+                           Patch(facecolor="#f2f2f2", edgecolor="#777777", label="sector not moved")],
+                  loc="upper right", bbox_to_anchor=(1.0, -0.02), ncols=3, fontsize=STYLE["legend_size"] - 1,
+                  frameon=False)
     if provenance:
         add_caption(fig, provenance)
     return with_alt(fig, f"One warp's request drawn lane by lane: the bytes each lane uses inside the "
                     f"32-byte sectors and 128-byte lines it touches; {attrs['sectors']} sectors per request "
-                    f"against an ideal {attrs['ideal_sectors']}, {attrs['useful_bytes'] / moved:.0%} of the "
+                    f"against an ideal {attrs['ideal_sectors']}, {used} of the "
                     "moved bytes used.")

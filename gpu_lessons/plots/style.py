@@ -61,6 +61,11 @@ def human_bytes(count: float) -> str:
     return f"{count:.4g} B"
 
 
+def share_percent(share: float) -> str:
+    """0.8 -> '80%', 0.125 -> '12.5%': a share rounded honestly, the decimal only where it counts."""
+    return f"{share:.1%}".replace(".0%", "%")
+
+
 def plain_number(value: float, _position=None) -> str:
     """Tick labels without powers of ten: 0.25, 1, 1,000, 100,000."""
     return f"{value:,.0f}" if value >= 1 else f"{value:g}"
