@@ -1,8 +1,6 @@
 """Lesson 4's exercises: each skeleton, exactly as the notebook has it, fails; each solution passes;
 plausible wrong answers are caught."""
 
-import math
-
 from test_exercises import exercise_tests
 
 from gpu_lessons.exercises import bank_conflicts as ex
@@ -11,26 +9,18 @@ from gpu_lessons.kernels import bank_conflicts as k
 
 NOTEBOOK = "04_bank_conflicts_padding.ipynb"
 SOLUTIONS = [
-    (ex.check_wavefronts, ex.solution_wavefronts),
-    (ex.check_conflict_free_transpose, ex.solution_conflict_free_transpose),
-    (ex.check_float64_padding, ex.solution_float64_padding),
+    (ex.check_tile32_pipe, ex.solution_tile32_pipe),
+    (ex.check_swizzled_tile, ex.solution_swizzled_tile),
+    (ex.check_float64_column, ex.solution_float64_column),
 ]
 
 
-@cuda.jit
-def _padded_by_two(a, out):  # rows of 34 words: word 34 tx + c is bank (2 tx + c) % 32, 2-way conflicts
-    tile = cuda.shared.array((32, 34), numba.float32)
-    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
-    rows, cols = a.shape
-    col, row = cuda.blockIdx.x * 32 + tx, cuda.blockIdx.y * 32 + ty
-    for step in range(0, 32, cuda.blockDim.y):
-        if row + step < rows and col < cols:
-            tile[ty + step, tx] = a[row + step, col]
-    cuda.syncthreads()
-    out_col, out_row = cuda.blockIdx.y * 32 + tx, cuda.blockIdx.x * 32 + ty
-    for step in range(0, 32, cuda.blockDim.y):
-        if out_row + step < cols and out_col < rows:
-            out[out_row + step, out_col] = tile[tx, ty + step]
+def pipe_with(wavefronts, requests=64, per_sm=True):
+    """A learner's tile32 pipe time with a wrong count of wavefronts a tile (or no division by SMs)."""
+    def predict(sms, tiles, intercept_ns, ns_per_wavefront):
+        per = tiles / sms if per_sm else tiles
+        return per * (requests * intercept_ns + wavefronts * ns_per_wavefront) / 1e3
+    return predict
 
 
 @cuda.jit
@@ -49,16 +39,51 @@ def _swizzled_on_store_only(a, out):  # swizzles the store, forgets the read: wr
             out[out_row + step, out_col] = tile[tx, ty + step]
 
 
+@cuda.jit
+def _swizzled_by_thread_row(a, out):  # XORs with r % 8 (ty), not the row r: a column gets 8 banks
+    tile = cuda.shared.array((32, 32), numba.float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    rows, cols = a.shape
+    col, row = cuda.blockIdx.x * 32 + tx, cuda.blockIdx.y * 32 + ty
+    for step in range(0, 32, cuda.blockDim.y):
+        if row + step < rows and col < cols:
+            tile[ty + step, tx ^ ty] = a[row + step, col]
+    cuda.syncthreads()
+    out_col, out_row = cuda.blockIdx.y * 32 + tx, cuda.blockIdx.x * 32 + ty
+    for step in range(0, 32, cuda.blockDim.y):
+        if out_row + step < cols and out_col < rows:
+            out[out_row + step, out_col] = tile[tx, (ty + step) ^ (tx % 8)]
+
+
+@cuda.jit
+def _skewed(a, out):  # a rotation instead of an XOR: also a conflict-free swizzle, no padding
+    tile = cuda.shared.array((32, 32), numba.float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    rows, cols = a.shape
+    col, row = cuda.blockIdx.x * 32 + tx, cuda.blockIdx.y * 32 + ty
+    for step in range(0, 32, cuda.blockDim.y):
+        if row + step < rows and col < cols:
+            tile[ty + step, (tx + ty + step) % 32] = a[row + step, col]
+    cuda.syncthreads()
+    out_col, out_row = cuda.blockIdx.y * 32 + tx, cuda.blockIdx.x * 32 + ty
+    for step in range(0, 32, cuda.blockDim.y):
+        if out_row + step < cols and out_col < rows:
+            out[out_row + step, out_col] = tile[tx, (ty + step + tx) % 32]
+
+
 WRONG_ANSWERS = [
-    (ex.check_wavefronts, lambda s: math.gcd(s, 32)),  # forgets the broadcast: stride 0 is 1, not 32
-    (ex.check_wavefronts, lambda s: min(max(s, 1), 32)),  # "stride s is an s-way conflict": 33 is 1
-    (ex.check_wavefronts, lambda s: 32 // math.gcd(s, 32) if s else 1),  # the banks used, not wavefronts
-    (ex.check_conflict_free_transpose, _padded_by_two),
-    (ex.check_conflict_free_transpose, _swizzled_on_store_only),
-    (ex.check_conflict_free_transpose, k.transpose_tiled_kernel),  # the unpadded tile: 32-way conflicts
-    (ex.check_float64_padding, lambda: 2),  # 2 doubles per row: rows 4 banks apart, 2-way conflicts
-    (ex.check_float64_padding, lambda: 0),  # no padding: every row starts in bank 0
-    (ex.check_float64_padding, lambda: 0.5),  # one word, as for float32: not a whole float64
+    (ex.check_tile32_pipe, pipe_with(32 + 32)),  # no conflicts counted: the padded tile's 64
+    (ex.check_tile32_pipe, pipe_with(32 * 32)),  # the column reads only, the stores forgotten (-3%)
+    (ex.check_tile32_pipe, pipe_with(32 * 31 + 32)),  # bank conflicts (31 a read) taken for wavefronts
+    (ex.check_tile32_pipe, pipe_with(32 * 32 + 32 * 32)),  # the row stores taken as conflicting too
+    (ex.check_tile32_pipe, pipe_with(32 * 32 + 32, per_sm=False)),  # every tile on one SM
+    (ex.check_swizzled_tile, _swizzled_on_store_only),
+    (ex.check_swizzled_tile, _swizzled_by_thread_row),  # padded and unpadded tiles: below, with messages
+    (ex.check_float64_column, lambda: (16, 1)),  # one half-warp's wavefronts only
+    (ex.check_float64_column, lambda: (64, 1)),  # a wavefront per word
+    (ex.check_float64_column, lambda: (32, 2)),  # 2 doubles a row: rows 4 banks apart, 2-way conflicts
+    (ex.check_float64_column, lambda: (32, 0.5)),  # one word, as for float32: not a whole float64
+    (ex.check_float64_column, lambda: (32, 3)),  # conflict-free, but 3 doubles where 1 does
 ]
 
 (test_notebook_has_one_cell_per_exercise, test_skeleton_fails, test_solution_passes,
@@ -66,13 +91,24 @@ WRONG_ANSWERS = [
     NOTEBOOK, SOLUTIONS, WRONG_ANSWERS)
 
 
-def test_the_lessons_own_conflict_free_tiles_pass_and_the_plain_tile_fails_naming_its_conflicts():
-    assert ex.check_conflict_free_transpose(k.transpose_swizzled_kernel).passed
-    assert ex.check_conflict_free_transpose(k.transpose_padded_kernel).passed
-    result = ex.check_conflict_free_transpose(k.transpose_tiled_kernel)
-    assert not result.passed and "bank conflicts" in result.message
+def test_another_conflict_free_tile_without_padding_passes():
+    assert ex.check_swizzled_tile(_skewed).passed  # any permutation that spreads a column over the banks
 
 
-def test_a_kernel_without_shared_memory_or_an_error_is_feedback():
-    assert "shared memory" in ex.check_conflict_free_transpose(k.transpose_naive_kernel).message
-    assert not ex.check_wavefronts(lambda s: 1 / 0).passed
+def test_the_failures_say_what_is_wrong():  # each kernel traced once: the simulator is slow
+    for kernel, says in ((k.transpose_padded_kernel, "that is padding"),  # conflict-free, but 32x33
+                         (k.transpose_tiled_kernel, "load and 0 store bank conflicts"),  # 32-way conflicts
+                         (k.transpose_naive_kernel, "reads no shared memory")):
+        result = ex.check_swizzled_tile(kernel)
+        assert not result.passed and says in result.message
+    assert not ex.check_tile32_pipe(lambda *args: 1 / 0).passed
+    result = ex.check_float64_column(lambda: (32, 3))
+    assert not result.passed and "less shared memory" in result.message
+
+
+def test_the_pipe_prediction_is_held_to_the_recorded_counts():
+    recorded = ex.recorded_pipe("tile32")
+    solution = ex.solution_tile32_pipe(recorded["sms"], recorded["tiles"], recorded["intercept_ns"],
+                                       recorded["ns_per_wavefront"])
+    assert recorded["pipe_us"] == solution
+    assert 250 < recorded["pipe_us"] < 280 and recorded["measured_us"] > recorded["pipe_us"]

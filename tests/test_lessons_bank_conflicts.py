@@ -167,6 +167,32 @@ def test_in_flight_reproduces_the_refutation_of_16_bytes_in_flight():
     assert loop["in_flight_mb"] == pytest.approx(padded["in_flight_mb"] / 4)
 
 
+def test_issue_time_counts_the_compilers_instructions_per_block():
+    issue = lesson.issue_time(recording()).set_index("variant")
+    assert set(issue.index) == set(lesson.STRAIGHT_LINE) | set(lesson.WITH_SCALAR_PATH)  # no loop kernels
+    padded = issue.loc["tile32_padded"]
+    blocks_per_sm = (8192 // 32) ** 2 / 132
+    assert padded["instructions"] == 375 and padded["blocks_per_sm"] == pytest.approx(blocks_per_sm)
+    assert padded["issue_us"] == pytest.approx(blocks_per_sm * 8 * 375 / 4 / 1980)
+    two = issue.loc["tile32_padded_2tiles"]  # half the blocks, 8 elements a thread
+    assert two["blocks_per_sm"] == pytest.approx(blocks_per_sm / 2)
+    assert two["instructions_per_element"] == pytest.approx(two["instructions"] / 8)
+
+
+def test_three_bills_take_the_longest():
+    bills = lesson.three_bills(recording()).set_index("variant")
+    assert bills.loc["tile32", "bill"] == "shared pipe"  # 32-way conflicts
+    assert bills.loc["tile32_padded", "bill"] == "issue"  # conflict-free, 4-byte accesses
+    assert bills.loc["tile64_vec4_swizzled", "bill"] == "DRAM"
+    loop = bills.loc["tile32_padded_loop"]  # a loop: no static count per tile
+    assert loop["bill"] == "DRAM" and pd.isna(loop["issue_us"])
+    padded = bills.loc["tile32_padded"]
+    assert padded["predicted_us"] == padded["issue_us"] and 0.2 < padded["error"] < 0.3
+    assert bills.loc["tile64_vec4", "issue_upper_bound"] and not padded["issue_upper_bound"]
+    picked = lesson.three_bills(recording(), ["tile64_vec4", "tile32_padded"])
+    assert picked["variant"].tolist() == ["tile64_vec4", "tile32_padded"]
+
+
 def test_step_effects_pair_variants_that_differ_in_one_thing():
     rows = [_row(v, 64 * 1024, 1024, ms) for v, ms in
             [("tile32_swizzled", 0.4), ("tile64_swizzled", 0.3), ("tile32_vec4_swizzled", 0.2),
@@ -282,15 +308,20 @@ def test_transpose_summary_is_same_run_fractions(table):
 def test_figures_of_the_recording_have_alt_text():
     figs = lesson.figures(recording(), {"bandwidth_gbps": 4000.0})
     assert set(figs) == {"transpose_8192", "transpose_shapes", "read_cost", "cost_model", "tile_banks",
-                         "padded_tile_controls", "tile_steps"}
+                         "float4_banks", "padded_tile_controls", "tile_steps"}
     assert all(plots.style.alt_text(fig) for fig in figs.values())
+    bars = [t.get_text() for t in figs["cost_model"].axes[0].get_yticklabels()]
+    assert set(bars) == set(lesson.BILLS_FIGURE)  # tile32 is exercise 1's answer: not drawn
+    assert "tile32: " not in plots.style.alt_text(figs["cost_model"])
 
 
 def test_figures_of_a_run_with_the_experiments(table):
     figs = lesson.figures(_result(table), {"bandwidth_gbps": 4000.0})
     assert {"padded_tile_controls", "tile_steps", "cost_model"} <= set(figs)
-    labels = [t.get_text().split(" (")[0] for t in figs["tile_steps"].axes[0].get_yticklabels()]
-    assert "tile32_vec4_swizzled" in labels and "tile32_padded_2tiles" not in labels
+    legend = [t.get_text() for t in figs["tile_steps"].axes[0].get_legend().get_texts()]
+    assert len(legend) == 4 and legend[-1].startswith("4-byte accesses, padded")
+    controls = [t.get_text().split(" (")[0] for t in figs["padded_tile_controls"].axes[0].get_yticklabels()]
+    assert "tile32_padded_2tiles" in controls and "tile32_vec4_swizzled" not in controls
 
 
 def test_comparisons_score_the_best_transpose_at_8192(table, tmp_path):
@@ -336,6 +367,31 @@ def test_bank_layout_of_a_float64_access_spans_two_words_and_two_phases():
     layout = pictures.shared_bank_layout(request)
     assert len(layout) == 64 and set(layout["wavefront"]) == {0, 1}  # half-warps, no conflict
     assert layout.groupby("wavefront")["bank"].nunique().tolist() == [32, 32]
+
+
+def test_request_titles_count_in_words():
+    request = _request(k.shared_read_kernel, np.zeros(32, np.float32), 2, 1,
+                       source="buffer[slot + u32(32 * j)]")
+    assert pictures.request_title(request, 2, "stride 2") == (
+        "stride 2: 32 lanes x 4 B -> 2 wavefronts, 1 bank conflict")
+    assert pictures.plural(0, "bank conflict") == "no bank conflict"
+    fig = pictures.bank_requests([("stride 2", request), ("again", request)])
+    assert len(fig.axes) == 2 and "stride 2: 32 lanes" in plots.style.alt_text(fig)
+
+
+def test_a_wide_access_is_drawn_as_one_box_per_lane():
+    request = _request(k.shared_stride64_kernel, np.arange(32.0), np.zeros(32), 1, array="buffer", op="ld")
+    ax = pictures.shared_memory_banks(request).axes[0]
+    boxes = [p for p in ax.patches if not p.get_fill()]
+    assert len(boxes) == 32 and {round(b.get_width(), 2) for b in boxes} == {1.94}  # two words each
+
+
+def test_shape_grid_writes_every_share(table):
+    summary = lesson.transpose_summary(table, lesson.TRANSPOSE_VARIANTS)
+    fig = pictures.shape_grid(summary, [*lesson.TRANSPOSE_VARIANTS, lesson.CUPY_TRANSPOSE])
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert len(texts) == (len(lesson.TRANSPOSE_VARIANTS) + 1) * len(lesson.SHAPES)
+    assert "0.300" in texts  # cupy's a.T in the made-up table
 
 
 def test_bank_layout_refuses_a_global_request():

@@ -39,7 +39,7 @@ from ..kernels import roofline
 from ..kernels.util import poison
 from ..occupancy import driver_blocks_per_sm, occupancy
 from ..plots import bank_conflicts as pictures
-from ..plots import charts, with_alt
+from ..plots import charts
 from ..results import LessonResult, RecordingError
 from ..scoreboard import Comparison
 from ..sim.trace import trace
@@ -660,61 +660,113 @@ def step_effects(table: pd.DataFrame, shape=SQUARE) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+# ------------------------------------------------ the third bill: issuing the instructions
+
+ISSUE_PER_CLOCK = 4  # warp instructions an SM issues per clock: 4 schedulers, one each (lesson 2)
+THREADS_PER_BLOCK = 256  # every tiled transpose: (32, 8) blocks, or 256 threads of 16-byte kernels
+# How the compiler's instruction count (static SASS, recorded) relates to what a whole tile executes.
+STRAIGHT_LINE = ("tile32", "tile32_padded", "tile32_swizzled", "tile32_padded_2tiles", "tile64_swizzled")
+WITH_SCALAR_PATH = ("tile32_vec4", "tile32_vec4_swizzled", "tile64_vec4", "tile64_vec4_swizzled")
+ISSUE_COUNTED = {
+    **dict.fromkeys(STRAIGHT_LINE, "no loop: each instruction at most once a block"),
+    **dict.fromkeys(WITH_SCALAR_PATH, "includes the scalar path whole tiles skip: an upper bound"),
+}
+
+
+def issue_time(result: LessonResult, shape=SQUARE, variants=None) -> pd.DataFrame:
+    """The time an SM needs just to issue a transpose's instructions at ``shape``, from the compiler's
+    instruction count (the recorded SASS of the kernel, each instruction counted once): blocks per SM x
+    warps a block x instructions / (4 per SM clock). Only for kernels without loops (``ISSUE_COUNTED``):
+    a loop's instructions run once a trip, which a static count does not see."""
+    sms, clock = int(result.meta["sms"]), sm_clock_mhz(result)
+    out = []
+    for variant in variants or list(ISSUE_COUNTED):
+        if variant not in ISSUE_COUNTED or kernel_name(variant) not in result.evidence.kernels:
+            continue
+        design = _design(variant)
+        sass = result.evidence.kernel(kernel_name(variant)).get("sass", {}).get("summary", {})
+        if "instructions" not in sass:
+            raise RecordingError(f"{result.evidence.origin}: kernels.{kernel_name(variant)}.sass.summary."
+                                 "instructions is missing")
+        tiles_per_block = 2 if design.tiles_per_block == "2" else 1
+        blocks = k.tile_count(shape, design.tile) / tiles_per_block
+        warps = THREADS_PER_BLOCK // 32
+        cycles = blocks / sms * warps * sass["instructions"] / ISSUE_PER_CLOCK
+        out.append({"variant": variant, "instructions": int(sass["instructions"]),
+                    "elements_per_thread": design.elements_per_thread,
+                    "instructions_per_element": sass["instructions"] / design.elements_per_thread,
+                    "blocks_per_sm": blocks / sms, "issue_us": cycles / clock,
+                    "counted": ISSUE_COUNTED[variant]})
+    return pd.DataFrame(out)
+
+
+def three_bills(result: LessonResult, variants=None, shape=SQUARE) -> pd.DataFrame:
+    """``cost_model`` with the third bill: per transpose the shared pipe (``pipe_us``), DRAM (the copy,
+    ``copy_us``) and issuing its instructions (``issue_us``, where ``issue_time`` has it). The model is
+    the longest (``predicted_us``, ``bill`` names it); ``error`` = measured / model - 1."""
+    model = cost_model(result, shape=shape)
+    issue = issue_time(result, shape)
+    issue["issue_upper_bound"] = issue["variant"].isin(WITH_SCALAR_PATH)
+    model = model.merge(issue[["variant", "instructions", "instructions_per_element", "issue_us",
+                               "issue_upper_bound"]], on="variant", how="left")
+    bills = model[["pipe_us", "copy_us", "issue_us"]].rename(
+        columns={"pipe_us": "shared pipe", "copy_us": "DRAM", "issue_us": "issue"})
+    model["predicted_us"] = bills.max(axis=1)
+    model["bill"] = bills.idxmax(axis=1)
+    model["error"] = model["measured_us"] / model["predicted_us"] - 1
+    model["unexplained_us"] = model["measured_us"] - model["predicted_us"]
+    if variants is not None:
+        model = model.set_index("variant").loc[[v for v in variants if v in set(model["variant"])]]
+        model = model.reset_index()
+    return model
+
+
 # ------------------------------------------------------------------------------ figures
+
+LESSON_VARIANTS = ["naive", "tile32", "tile32_padded", "tile32_swizzled", "tile64_vec4",
+                   "tile64_vec4_swizzled"]
+CONTROLS_FIGURE = ["tile32_padded_loop", "tile32_padded", *CONTROL_VARIANTS]
+BILLS_FIGURE = ["tile32_padded", "tile32_swizzled", "tile32_padded_2tiles", "tile64_swizzled",
+                "tile32_vec4_swizzled", "tile64_vec4", "tile64_vec4_swizzled"]
 
 
 def figures(result: LessonResult, roof: dict) -> dict:
-    """The lesson's figures from a result (those it has data for), and the bank picture of a tile."""
+    """The lesson's figures from a result (those it has data for), and the bank pictures of tiles."""
     table, provenance = result.table, result.provenance
     square = _square_rows(table)
     figs = {}
     reference = square[square["variant"] == CUPY_COPY]
     if len(reference):
         ceiling = float(reference["gbps"].iloc[0])
-        teaching = square[square["variant"].isin([*TRANSPOSE_VARIANTS, COPY, CUPY_COPY, CUPY_TRANSPOSE])]
-        figs["transpose_8192"] = with_alt(charts.percent_of_ceiling(
+        teaching = square[square["variant"].isin([*LESSON_VARIANTS, COPY, CUPY_COPY, CUPY_TRANSPOSE])]
+        figs["transpose_8192"] = charts.percent_of_ceiling(
             teaching, ceiling=ceiling, metric="gbps", ceiling_label="cupy.copyto, same run",
-            provenance=provenance, title="Transpose 8192x8192 float32: share of cupy.copyto"),
-            "Horizontal bars: each transpose of an 8192 by 8192 float32 matrix as a percentage of "
-            "cupy.copyto's bandwidth in the same run, from the naive kernel to 64x64 float4 swizzled tiles.")
-        summary = transpose_summary(table, TRANSPOSE_VARIANTS)
-        figs["transpose_shapes"] = with_alt(pictures.grouped_fractions(
-            summary[summary["variant"] != CUPY_COPY], provenance=provenance,
-            title="Transposes at four shapes: share of cupy.copyto, same run"),
-            "Grouped bars: each transpose's bandwidth as a fraction of cupy.copyto at four matrix shapes, "
-            "square, wide, and two whose sides are not multiples of 32.")
-        for name, variants, title in (
-                ("padded_tile_controls", ["tile32_padded_loop", "tile32_padded", *CONTROL_VARIANTS],
-                 "What else a padded 32x32 tile costs: share of cupy.copyto"),
-                ("tile_steps", ["tile32_swizzled", "tile32_vec4", "tile32_vec4_swizzled", "tile64_swizzled",
-                                "tile64_vec4", "tile64_vec4_swizzled"],
-                 "From 32x32 to 64x64 float4 tiles, one change at a time")):
-            rows = square[square["variant"].isin([*variants, COPY, CUPY_COPY])]
-            if rows["variant"].isin(EXPERIMENT_VARIANTS).any():
-                figs[name] = with_alt(charts.percent_of_ceiling(
-                    rows, ceiling=ceiling, metric="gbps", ceiling_label="cupy.copyto, same run",
-                    provenance=provenance, title=title),
-                    f"Horizontal bars: {', '.join(variants)} at 8192 by 8192 as percentages of "
-                    "cupy.copyto's bandwidth in the same run.")
+            provenance=provenance, title="Transpose 8192x8192 float32: share of cupy.copyto")
+        figs["transpose_shapes"] = pictures.shape_grid(
+            transpose_summary(table, TRANSPOSE_VARIANTS), [*TRANSPOSE_VARIANTS, CUPY_TRANSPOSE],
+            provenance=provenance)
+        if square["variant"].isin(CONTROL_VARIANTS).any():
+            rows = square[square["variant"].isin([*CONTROLS_FIGURE, COPY, CUPY_COPY])]
+            figs["padded_tile_controls"] = charts.percent_of_ceiling(
+                rows, ceiling=ceiling, metric="gbps", ceiling_label="cupy.copyto, same run",
+                provenance=provenance, title="What else a padded 32x32 tile costs: share of cupy.copyto")
+        if square["variant"].isin(STEP_VARIANTS).any():
+            summary = transpose_summary(table)
+            at = summary[summary["shape"] == f"{SQUARE[0]}x{SQUARE[1]}"]
+            figs["tile_steps"] = pictures.tile_steps(at, provenance=provenance)
     if (table["variant"] == "shared_read").any():
-        figs["read_cost"] = with_alt(
-            pictures.time_vs_wavefronts(result_read_cost(result), provenance=provenance),
-            "Log-log scatter: time per warp request per SM against the wavefronts it needs, strides 0 to 33, "
-            "on a fitted straight line of about one SM clock per wavefront.")
+        figs["read_cost"] = pictures.time_vs_wavefronts(result_read_cost(result), provenance=provenance,
+                                                        sm_clock_mhz=sm_clock_mhz(result))
         try:
-            model = cost_model(result)
+            model = three_bills(result, BILLS_FIGURE)
         except RecordingError:
             model = pd.DataFrame()
         if len(model):
-            figs["cost_model"] = with_alt(
-                pictures.cost_model_bars(model, provenance=provenance),
-                "Horizontal bars per transpose at 8192 by 8192: the measured time beside the shared-memory "
-                "pipe's time predicted from its wavefronts at one clock each, and a line at the same-run "
-                "copy's time.")
-    figs["tile_banks"] = with_alt(pictures.tile_bank_maps(bank_layouts()),
-                                  "Four 32 by 32 tiles coloured by shared-memory bank: unpadded, padded, "
-                                  "XOR-swizzled and float4-group swizzled, each with the 32 elements one "
-                                  "warp reads outlined and the wavefronts that read needs.")
+            figs["cost_model"] = pictures.cost_model_bars(model, provenance=provenance)
+    figs["tile_banks"] = pictures.tile_bank_maps(bank_layouts(("unpadded", "padded", "xor")), columns=3)
+    figs["float4_banks"] = pictures.tile_bank_maps(
+        bank_layouts(("float4", "float4_xor")), columns=2, panel_width=5.0,
+        title="float4 groups: rows stored with 16-byte stores, read by column")
     return figs
 
 
