@@ -40,6 +40,17 @@ def _latency_under_load(result, warps, loads, width):  # the most a copy below t
     return _littles_law(result, warps, loads, width, most)
 
 
+def _fastest_under_load(result, warps, loads, width):  # the latency the fastest copy below the knee saw
+    implied = lesson.implied_latencies(result)
+    below = implied[~implied["past_knee"]]
+    return _littles_law(result, warps, loads, width, below.loc[below["gbps"].idxmax(), "implied_latency_ns"])
+
+
+def _no_ceiling(result, warps, loads, width):  # the light-load latency, but the ceiling forgotten
+    sweep = lesson.sweep_points(result)
+    return 2 * warps * 32 * loads * width * sweep.attrs["sms"] / sweep.attrs["light_load_latency_ns"]
+
+
 def _no_writes(result, warps, loads, width):  # a copy writes what it reads: x2 forgotten
     return _littles_law(result, warps, loads, width, _light(result),
                         writes=1)
@@ -88,9 +99,13 @@ def _any_residency(points, warps, share):  # the fewest chains that reached the 
 WRONG_ANSWERS = [
     (ex.check_predict_bandwidth, _chase_latency),
     (ex.check_predict_bandwidth, _latency_under_load),
+    (ex.check_predict_bandwidth, _fastest_under_load),
+    (ex.check_predict_bandwidth, _no_ceiling),
     (ex.check_predict_bandwidth, _no_writes),
     (ex.check_predict_bandwidth, _no_lanes),
     (ex.check_predict_bandwidth, lambda result, warps, loads, width: 923.0),  # one number for every shape
+    # the ceiling for every shape
+    (ex.check_predict_bandwidth, lambda result, warps, loads, width: lesson.copy_ceiling(result)),
     # 65,536 registers / (registers x threads), no allocation unit; 228 KiB / 45 KiB, no reservation
     (ex.check_occupancy_by_hand, lambda: {"128 threads, 33 registers": (15, "registers"),
                                           "256 threads, 32 registers, 45 KiB shared": (5, "shared memory")}),

@@ -618,15 +618,17 @@ def implied_latencies(result: LessonResult) -> pd.DataFrame:
     return points
 
 
-def occupancy_rule(result: LessonResult, simple: str = "copy w4 u1") -> pd.DataFrame:
+def occupancy_rule(result: LessonResult, simple: str = "copy w4 u1", kinds=tuple(COPY_KINDS)) -> pd.DataFrame:
     """Copies against resident warps per SM, as a share of cupy.copyto: at each residency the run
     has, the best copy of any kind (one-shot, grid-stride, warp queue; any width) and ``simple`` (one
-    4-byte load per thread). Columns: warps_per_sm, occupancy (of the SM's warp slots), best_variant,
-    best_gbps, best_of_copyto, simple_gbps, simple_of_copyto (NaN where the run has no such row).
-    attrs: copyto_gbps, max_warps_per_sm, simple."""
+    4-byte load per thread); ``kinds`` (keys of COPY_KINDS) limits the best copy to those kinds, e.g.
+    ("copy",) for the one-shot ``copy_ilp`` copies alone. Columns: warps_per_sm, occupancy (of the SM's
+    warp slots), best_variant, best_gbps, best_of_copyto, simple_gbps, simple_of_copyto (NaN where the
+    run has no such row).
+    attrs: copyto_gbps, max_warps_per_sm, simple, kinds."""
     table, copyto = result.table, cupy_copy_gbps(result)
     most = sm_limits(result).max_warps_per_sm
-    copies = table[table["variant"].str.split().str[0].isin(COPY_KINDS)]
+    copies = table[table["variant"].str.split().str[0].isin(kinds)]
     rows = []
     for warps, group in copies.groupby("param"):
         best = group.loc[group["gbps"].idxmax()]
@@ -638,7 +640,7 @@ def occupancy_rule(result: LessonResult, simple: str = "copy w4 u1") -> pd.DataF
     if not rows:
         raise RecordingError(f"{result.source}: no copy rows")
     frame = pd.DataFrame(rows).sort_values("warps_per_sm").reset_index(drop=True)
-    frame.attrs.update(copyto_gbps=copyto, max_warps_per_sm=most, simple=simple)
+    frame.attrs.update(copyto_gbps=copyto, max_warps_per_sm=most, simple=simple, kinds=tuple(kinds))
     return frame
 
 

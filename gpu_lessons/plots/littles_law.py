@@ -155,8 +155,13 @@ def littles_law_fma(points: pd.DataFrame, provenance: str | None = None, split: 
                        xytext=(0.3, 0.42), textcoords="axes fraction", ha="left", va="center", fontsize=note,
                        bbox=LABEL_BOX, arrowprops={"arrowstyle": "->", "color": "#555555", "linewidth": 0.8})
     left.set_ylim(0, 108)
-    left.legend(fontsize=STYLE["legend_size"] - 1, frameon=False, loc="center right",
-                bbox_to_anchor=(1.0, 0.67), ncols=1)
+    handles = [Line2D([], [], color=PALETTE[i % len(PALETTE)], marker="o", linewidth=STYLE["line_width"],
+                      markersize=STYLE["marker_size"], label=_warps(w)) for i, (w, _) in enumerate(few)]
+    handles += [Line2D([], [], color="#555555", marker="o", linewidth=STYLE["line_width"],
+                       markersize=STYLE["marker_size"], label="solid: measured"),
+                Line2D([], [], color="#555555", linestyle="--", linewidth=1.1, label="dashed: model")]
+    left.legend(handles=handles, fontsize=STYLE["legend_size"] - 1, frameon=False, loc="center",
+                bbox_to_anchor=(0.66, 0.6), ncols=1)
     right.legend(fontsize=STYLE["legend_size"] - 1, frameon=False, loc="lower right", ncols=2,
                  bbox_to_anchor=(1.0, 0.02))
     finish(fig, left, f"Fewer than {split} warps/SM", "Independent FMA chains per thread",
@@ -357,7 +362,7 @@ def warp_states(states: pd.DataFrame, provenance: str | None = None, ax: Axes | 
         left += parts[column].to_numpy()
     theoretical = rows["theoretical_warps_per_sm"] / 4 if "theoretical_warps_per_sm" in rows else None
     for i, (y, resident) in enumerate(zip(positions, rows["resident_per_scheduler"], strict=True)):
-        text = f"{resident:.2f} resident"
+        text = f"{resident:.2f}"
         end = resident
         if theoretical is not None and theoretical.iloc[i] - resident > 0.05:
             ax.plot([theoretical.iloc[i]] * 2, [y - 0.36, y + 0.36], color=STYLE["roof_color"], linewidth=1.4)
@@ -367,10 +372,13 @@ def warp_states(states: pd.DataFrame, provenance: str | None = None, ax: Axes | 
                     fontsize=STYLE["note_size"] - 0.5)
     names = rows["label"].str.replace(": ", ":\n", n=1) if "label" in rows else rows["case"]
     ax.set_yticks(positions, names)
-    ax.set_xlim(0, float(rows["resident_per_scheduler"].max()) * 1.35)
+    resident = rows["resident_per_scheduler"]
+    ends = resident if theoretical is None else np.maximum(resident, theoretical)
+    ax.set_xlim(0, float(ends.max()) * 1.14)  # room for the label after the longest bar
     ax.set_ylim(-0.6, len(rows) + 1.6)  # room above the bars for the legend
     if theoretical is not None:
-        ax.plot([], [], color=STYLE["roof_color"], linewidth=1.4, label="the launch's limit (theoretical)")
+        ax.plot([], [], color=STYLE["roof_color"], linewidth=1.4,
+                label="the launch's limit (label: resident of limit)")
     ax.legend(fontsize=STYLE["legend_size"] - 1, frameon=False, loc="upper right", ncols=3)
     xlabel = "Warps per cycle on one of the SM's 4 schedulers (a quarter of its resident warps)"
     finish(fig, ax, title, xlabel, "", provenance)
@@ -407,9 +415,11 @@ def ilp_timeline(timelines: list[pd.DataFrame], provenance: str | None = None,
             names.append(f"load {int(load['element']) + 1}")
             y += 1
         done = timeline.attrs["done_ns"]
-        top.annotate(f"{u} in flight at a time: done at {done:,.0f} ns", xy=(done, y - 1), xytext=(6, -4),
-                     textcoords="offset points", ha="left", va="center", fontsize=STYLE["note_size"],
-                     color=color, bbox=LABEL_BOX)
+        late = done > 0.6 * end  # a late finish: the label left of it, on the thread's first row (free there)
+        top.annotate(f"{u} in flight at a time: done at {done:,.0f} ns",
+                     xy=(done, y - len(timeline) if late else y - 1), xytext=(0 if late else 6, 0),
+                     textcoords="offset points", ha="right" if late else "left", va="center",
+                     fontsize=STYLE["note_size"], color=color, bbox=LABEL_BOX)
         issued, ready = timeline["issue_ns"].to_numpy(), timeline["ready_ns"].to_numpy()
         counts = ((issued[None, :] <= times[:, None]) & (times[:, None] < ready[None, :])).sum(axis=1)
         average = timeline.attrs["average_in_flight"]
@@ -420,10 +430,13 @@ def ilp_timeline(timelines: list[pd.DataFrame], provenance: str | None = None,
         y += 1  # a gap between the two threads
     top.set_yticks(ticks, names)
     top.invert_yaxis()
-    top.set_xlim(0, end * 1.4)
-    top.legend(handles=[Patch(color="#999999", label="a load: issued, waiting for its data"),
-                        Line2D([], [], color=STYLE["roof_color"], linewidth=1.6, label="its store")],
-               fontsize=STYLE["legend_size"], frameon=False, loc="lower right")
+    top.set_xlim(0, end * 1.04)
+    top.legend(handles=[Patch(color=PALETTE[i % len(PALETTE)],
+                              label=f"a load, {t.attrs['loads_in_flight']} at a time: issued, waiting "
+                                    "for its data")
+                        for i, t in enumerate(timelines)]
+               + [Line2D([], [], color=STYLE["roof_color"], linewidth=1.6, label="its store")],
+               fontsize=STYLE["legend_size"], frameon=False, loc="lower right", bbox_to_anchor=(1.0, 0.13))
     latency = float((timelines[0]["ready_ns"] - timelines[0]["issue_ns"]).iloc[0])
     finish(fig, top, title, "", "", None)
     most = max(t.attrs["loads_in_flight"] for t in timelines)
@@ -490,23 +503,27 @@ def occupancy_rule(frame: pd.DataFrame, rule: float = 0.5, describe=None, proven
     ax.annotate(f"below {rule:.0%} occupancy:\n'too few warps'\nby the rule of thumb",
                 xy=(frame["warps_per_sm"].min() / 1.4, 0.97), xytext=(6, 0), textcoords="offset points",
                 ha="left", va="top", fontsize=STYLE["note_size"], color=PALETTE[1])
+    one_shot = tuple(frame.attrs.get("kinds", ())) == ("copy",)
     ax.plot(frame["warps_per_sm"], frame["best_of_copyto"], color=PALETTE[0], marker="o",
-            linewidth=STYLE["line_width"], label="best copy at that residency")
+            linewidth=STYLE["line_width"],
+            label=f"best {'one-shot copy (copy_ilp)' if one_shot else 'copy'} at that residency")
     simple = frame.dropna(subset=["simple_of_copyto"])
     ax.plot(simple["warps_per_sm"], simple["simple_of_copyto"], color=PALETTE[2], marker="s",
             linewidth=STYLE["line_width"], label="one 4-byte load per thread")
     ax.axhline(1.0, color=STYLE["ceiling_color"], linestyle="-.", linewidth=1.1, zorder=1,
                label="cupy.copyto")
+    low = frame.loc[frame["warps_per_sm"] <= rule * most / 2]
+    star = low.loc[low["best_of_copyto"].idxmax()] if len(low) else None
     for row in frame.itertuples():
+        if star is not None and row.warps_per_sm == star["warps_per_sm"]:
+            continue  # its value is in the callout, whose arrow would cross the label
         ax.annotate(f"{row.best_of_copyto:.3f}", xy=(row.warps_per_sm, row.best_of_copyto), xytext=(0, -13),
                     textcoords="offset points", ha="center", fontsize=STYLE["note_size"] - 0.5)
     for row in simple.itertuples():
         ax.annotate(f"{row.simple_of_copyto:.3f}", xy=(row.warps_per_sm, row.simple_of_copyto), xytext=(0, 6),
                     textcoords="offset points", ha="center", fontsize=STYLE["note_size"] - 0.5,
                     color=PALETTE[2])
-    low = frame.loc[frame["warps_per_sm"] <= rule * most / 2]
-    if len(low):
-        star = low.loc[low["best_of_copyto"].idxmax()]
+    if star is not None:
         ax.annotate(f"{describe(star['best_variant'])}\nat {star['warps_per_sm']} warps/SM "
                     f"({star['occupancy']:.1%}): {star['best_of_copyto']:.3f}",
                     xy=(star["warps_per_sm"], star["best_of_copyto"]), xytext=(22, -66),
