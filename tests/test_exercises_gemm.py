@@ -11,11 +11,15 @@ import gpu_lessons  # noqa: F401 - chooses the mode before numba.cuda
 from numba import cuda
 
 from gpu_lessons.exercises import gemm as ex
+from gpu_lessons.vector import load4_shared
 
 NOTEBOOK = "06_gemm_tiling.ipynb"
 SOLUTIONS = [
     (ex.check_tiled_kernel, ex.solution_tiled_kernel),
     (ex.check_micro_tile_kernel, ex.solution_micro_tile_kernel),
+    (ex.check_global_sectors, ex.solution_global_sectors),
+    (ex.check_conflict_free_pieces, ex.solution_conflict_free_pieces),
+    (ex.check_warp_tile_wavefronts, ex.solution_warp_tile_wavefronts),
 ]
 
 TILE = 16
@@ -119,15 +123,89 @@ def no_edge_guard(a, b, c):
         c[row, col], c[row, col + 1], c[row + 1, col], c[row + 1, col + 1] = acc00, acc01, acc10, acc11
 
 
+def ideal_sectors(m, n, k, bm, bn):
+    """Every input read once: the notes' ideal traffic, not what block tiles load."""
+    return (m * k + k * n) * 4 / 32
+
+
+def bytes_not_sectors(m, n, k, bm, bn):
+    """Right count of bytes, but not divided into 32-byte sectors."""
+    return -(-m // bm) * -(-n // bn) * (bm + bn) * k * 4
+
+
+def sectors_with_c(m, n, k, bm, bn):
+    """The loads, plus C's stores counted as loads."""
+    return -(-m // bm) * -(-n // bn) * (bm + bn) * k * 4 / 32 + m * n * 4 / 32
+
+
+def product_not_sum(m, n, k, bm, bn):
+    """Each block reads bm x bn floats per k (its outputs), not bm + bn."""
+    return -(-m // bm) * -(-n // bn) * bm * bn * k * 4 / 32
+
+
+@cuda.jit
+def contiguous_pieces(out):
+    """Step 8's layout: lane l reads columns 8l..8l+7; lanes l and l+4 share banks (2-way conflicts)."""
+    row = cuda.shared.array(256, numba.float32)
+    lane = cuda.threadIdx.x
+    for i in range(lane, 256, 32):
+        row[i] = i
+    cuda.syncthreads()
+    c0, c1 = 8 * lane, 8 * lane + 4
+    x0, x1, x2, x3 = load4_shared(row, c0 // 4)
+    y0, y1, y2, y3 = load4_shared(row, c1 // 4)
+    out[lane, 0], out[lane, 1], out[lane, 2], out[lane, 3] = x0, x1, x2, x3
+    out[lane, 4], out[lane, 5], out[lane, 6], out[lane, 7] = y0, y1, y2, y3
+
+
+@cuda.jit
+def overlapping_pieces(out):
+    """Conflict-free loads, but the second piece is the neighbour's first: columns read twice."""
+    row = cuda.shared.array(256, numba.float32)
+    lane = cuda.threadIdx.x
+    for i in range(lane, 256, 32):
+        row[i] = i
+    cuda.syncthreads()
+    c0, c1 = 4 * lane, 4 * lane + 4
+    x0, x1, x2, x3 = load4_shared(row, c0 // 4)
+    y0, y1, y2, y3 = load4_shared(row, c1 // 4)
+    out[lane, 0], out[lane, 1], out[lane, 2], out[lane, 3] = x0, x1, x2, x3
+    out[lane, 4], out[lane, 5], out[lane, 6], out[lane, 7] = y0, y1, y2, y3
+
+
+@cuda.jit
+def half_row_pieces(out):
+    """Conflict-free loads 64 floats apart (step 9's offset for a 128-wide tile): 192-255 never read."""
+    row = cuda.shared.array(256, numba.float32)
+    lane = cuda.threadIdx.x
+    for i in range(lane, 256, 32):
+        row[i] = i
+    cuda.syncthreads()
+    c0, c1 = 4 * lane, 4 * lane + 64
+    x0, x1, x2, x3 = load4_shared(row, c0 // 4)
+    y0, y1, y2, y3 = load4_shared(row, c1 // 4)
+    out[lane, 0], out[lane, 1], out[lane, 2], out[lane, 3] = x0, x1, x2, x3
+    out[lane, 4], out[lane, 5], out[lane, 6], out[lane, 7] = y0, y1, y2, y3
+
+
 WRONG_ANSWERS = [
     (ex.check_tiled_kernel, tiles_swapped),
     (ex.check_tiled_kernel, last_product_only),
     (ex.check_tiled_kernel, global_memory_instead),
     (ex.check_micro_tile_kernel, four_dot_products),
     (ex.check_micro_tile_kernel, no_edge_guard),
+    (ex.check_global_sectors, ideal_sectors),
+    (ex.check_global_sectors, bytes_not_sectors),
+    (ex.check_global_sectors, sectors_with_c),
+    (ex.check_global_sectors, product_not_sum),
+    (ex.check_conflict_free_pieces, contiguous_pieces),
+    (ex.check_conflict_free_pieces, overlapping_pieces),
+    (ex.check_conflict_free_pieces, half_row_pieces),
+    (ex.check_warp_tile_wavefronts, 12),  # step 11's count: the pairs forgotten
+    (ex.check_warp_tile_wavefronts, 16),  # four wavefronts for every 16-byte load
+    (ex.check_warp_tile_wavefronts, 4),  # one wavefront a load
 ]
 
 (test_notebook_has_one_cell_per_exercise, test_skeleton_fails, test_solution_passes,
  test_every_check_has_two_plausible_wrong_answers, test_wrong_answer_fails) = exercise_tests(
     NOTEBOOK, SOLUTIONS, WRONG_ANSWERS)
-

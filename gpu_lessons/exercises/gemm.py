@@ -6,6 +6,14 @@
 2. A 2x2 register micro-tile (the notes' T_M = T_N = 2): each thread computes four outputs and reads
    two values of A and two of B per k. Checked for correctness at the edges, and with the traffic
    counter for the reuse: 4 global loads per k per thread, not 8.
+3. Predict a number: the 32-byte sectors a block-tiled GEMM loads from global memory, as a function
+   of the shape and the block tile; checked against Nsight Compute's counts recorded on the H200 for
+   five kernels (16x16 to cuBLAS's 256x128) within 0.5%.
+4. A conflict-free lane mapping: each lane of a warp reads two 4-wide pieces of one 256-float row of
+   shared memory with 16-byte loads; every column read once and, by the traffic counter, no bank
+   conflict.
+5. Predict a number: the shared wavefronts one warp needs per k-step for step 11's 8x8 micro-tile
+   with its lanes laid out 4 x 8 in pairs; checked with the traffic counter on a one-warp tile.
 """
 
 from __future__ import annotations
@@ -13,9 +21,13 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda
 
+from ..kernels import gemm_codegen as codegen
 from ..kernels import gemm_tiled as tiled
+from ..lessons import gemm as lesson
 from ..lessons.gemm import error_report
+from ..results import read_result
 from ..sim import trace
+from ..vector import load4_shared
 from . import guarded, report
 
 # ----------------------------------------------------------------------------- exercise 1
@@ -146,3 +158,132 @@ def solution_micro_tile_kernel(a, b, c):
         c[row + 1, col] = acc10
         if has_col1:
             c[row + 1, col + 1] = acc11
+
+
+# ----------------------------------------------------------------------------- exercise 3
+
+SECTOR_CASES = {"shared_tiled": (16, 16), "register_1d": (64, 64), "register_cap": (128, 128),
+                "big_tile": (128, 256), lesson.CUBLAS: lesson.CUBLAS_CTA}
+SECTOR_TOLERANCE = 0.005
+
+
+def recorded_sectors(result=None) -> dict:
+    """Per case: (M, N, K) it was profiled at, its block tile, and ncu's global load sectors."""
+    result = result or read_result(lesson.NAME)
+    out = {}
+    for case, cta in SECTOR_CASES.items():
+        sectors = result.evidence.ncu_value(case, lesson.NCU_SHORT["sectors"])
+        out[case] = (lesson.ncu_shape(result.evidence, case), cta, float(sectors))
+    return out
+
+
+def check_global_sectors(predict) -> object:
+    """``predict(m, n, k, bm, bn)``: 32-byte sectors of global loads of a GEMM with bm x bn block
+    tiles (each block reads its panels of A and B once), against the H200's Nsight Compute counts."""
+    name = "exercise 3 (global sectors of a block-tiled GEMM)"
+
+    def attempt():
+        lines = []
+        for case, ((m, n, k), (bm, bn), measured) in recorded_sectors().items():
+            got = predict(m, n, k, bm, bn)
+            if got is None or not np.isfinite(float(got)) or abs(float(got) / measured - 1) > SECTOR_TOLERANCE:
+                return report(name, False, f"{case} ({bm}x{bn} tiles, {m}x{n}x{k}): you said {got}, Nsight "
+                              f"Compute counted {measured:,.0f} sectors. Count the blocks (a grid of "
+                              "ceil(N/BN) x ceil(M/BM)); each reads a BM x K panel of A and a K x BN panel of "
+                              "B, 4 bytes a float, 32 bytes a sector")
+            lines.append(f"{case} {measured / 1e6:.1f} M")
+        return report(name, True, "within 0.5% of Nsight Compute for every kernel (" + ", ".join(lines) +
+                      "): the block tile, not the micro-tile or the load width, sets the global traffic")
+
+    return guarded(name, attempt)
+
+
+def solution_global_sectors(m, n, k, bm, bn):
+    blocks = -(-m // bm) * -(-n // bn)
+    return blocks * (bm + bn) * k * 4 / 32
+
+
+# ----------------------------------------------------------------------------- exercise 4
+
+ROW_FLOATS = 256  # one k-row of the 8x16 tile's B tile
+
+
+def _pieces_trace(kernel):
+    out = np.full((32, 8), np.nan, np.float32)
+    kernel[1, 32](out)
+    counts = trace.trace(kernel, 1, 32, np.full((32, 8), np.nan, np.float32))
+    shared = counts.by_array
+    loads = shared[(shared["space"] == "shared") & (shared["op"] == "ld")]
+    return out, int(loads["bank_conflicts"].sum()), int(loads["wavefronts"].sum())
+
+
+def check_conflict_free_pieces(kernel) -> object:
+    """``kernel(out)``, one warp: each lane reads two 4-wide pieces of a 256-float shared row with
+    16-byte loads into out[lane, 0:4] and out[lane, 4:8]; every column once, no bank conflict."""
+    name = "exercise 4 (a conflict-free lane mapping)"
+
+    def attempt():
+        out, conflicts, wavefronts = _pieces_trace(kernel)
+        if np.isnan(out).any():
+            return report(name, False, "some outputs were never written: every lane stores its two pieces")
+        columns = out.astype(np.int64).ravel()
+        if sorted(columns) != list(range(ROW_FLOATS)):
+            missing = sorted(set(range(ROW_FLOATS)) - set(columns))
+            return report(name, False, f"{ROW_FLOATS - len(set(columns))} columns never read (first: "
+                          f"{missing[:4]}) and others read twice: the 32 lanes' 64 pieces must tile the row")
+        if conflicts:
+            return report(name, False, f"every column read once, but {conflicts} bank conflicts "
+                          f"({wavefronts} wavefronts for 2 loads; 8 is the least): 8 lanes are served "
+                          "together, so in each load the pieces of lanes 0-7 (and of 8-15, ...) must fall in 8 "
+                          "different groups of 4 banks, as 32 consecutive floats do")
+        return report(name, True, f"every column read once in {wavefronts} wavefronts, no bank conflict: "
+                      "neighbouring lanes read neighbouring 16-byte pieces")
+
+    return guarded(name, attempt)
+
+
+@cuda.jit
+def solution_conflict_free_pieces(out):
+    row = cuda.shared.array(256, np.float32)
+    lane = cuda.threadIdx.x
+    for i in range(lane, 256, 32):
+        row[i] = i
+    cuda.syncthreads()
+    c0 = 4 * lane  # lanes side by side: lanes 0-7 read floats 0-31, one per bank
+    c1 = 128 + 4 * lane
+    x0, x1, x2, x3 = load4_shared(row, c0 // 4)
+    y0, y1, y2, y3 = load4_shared(row, c1 // 4)
+    out[lane, 0], out[lane, 1], out[lane, 2], out[lane, 3] = x0, x1, x2, x3
+    out[lane, 4], out[lane, 5], out[lane, 6], out[lane, 7] = y0, y1, y2, y3
+
+
+# ----------------------------------------------------------------------------- exercise 5
+
+# Step 11's 8x8 micro-tile, one warp laid out as 4 x 8 lanes in pairs along M: a block of one warp
+# (32 x 64 outputs) has the same lanes, and so the same shared loads, as each warp of a 128x128 block.
+PAIRED_8X8_WARP = codegen.Tile(bm=32, bn=64, bk=4, tm=8, tn=8, lanes_m=4, interleave=2, pad=0,
+                               max_registers=None)
+
+
+def check_warp_tile_wavefronts(prediction) -> object:
+    """``prediction``: shared wavefronts one warp needs per k-step for ``PAIRED_8X8_WARP``, checked by
+    running the generated kernel for one warp on the simulator with the traffic counter."""
+    name = "exercise 5 (wavefronts of a warp tile)"
+
+    def attempt():
+        if prediction is None:
+            return report(name, False, "not answered yet: set prediction to a number")
+        traced = lesson.traced_shared_wavefronts(PAIRED_8X8_WARP)["tracer"]
+        loads = (PAIRED_8X8_WARP.tm + PAIRED_8X8_WARP.tn) // 4
+        if float(prediction) != traced:
+            return report(name, False, f"you said {prediction}; the traffic counter sees {traced:g} per warp per "
+                          f"k-step. Per k-step the warp issues {loads} 16-byte loads (2 of A, 2 of B); one takes a "
+                          "wavefront for every 8 lanes (quarter-warps), or for every 16 when lanes l and l^1 (or l "
+                          "and l^2) read the same 16 bytes: check that for A and for B")
+        return report(name, True, f"{traced:g} wavefronts per warp per k-step: with lanes in pairs both operands "
+                      "are read by half-warps, 2 wavefronts a load (step 11's 2 x 16 lanes need 12)")
+
+    return guarded(name, attempt)
+
+
+solution_warp_tile_wavefronts = 8
