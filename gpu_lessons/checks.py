@@ -9,7 +9,7 @@ class InputError(ValueError):
     """An argument a lesson wrapper cannot use (wrong dtype, shape, alignment...)."""
 
 
-def _pointer(array) -> int:
+def address_of(array) -> int:
     """Address of the first element, for NumPy arrays and CUDA device arrays alike."""
     if hasattr(array, "__cuda_array_interface__"):
         return array.__cuda_array_interface__["data"][0]
@@ -45,7 +45,7 @@ def require_same_shape(**arrays) -> None:
 
 def require_aligned(array, name: str, alignment: int) -> None:
     """Vector (e.g. float4) access needs the buffer to start on an `alignment`-byte boundary."""
-    address = _pointer(array)
+    address = address_of(array)
     if address % alignment:
         raise InputError(
             f"{name} is misaligned for {alignment}-byte vector access: it starts at address "

@@ -1,13 +1,20 @@
-"""``gpu-lessons``: list, run, record, ceilings, scoreboard."""
+"""gpu-lessons: GPU performance lessons with real numba.cuda kernels. Run a lesson (live on an NVIDIA
+GPU; without one, its kernels checked on numba-cuda's simulator beside the measurements recorded on an
+NVIDIA H200), copy the notebooks out, or compare the best kernels with CuPy and cuBLAS."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 from pathlib import Path
 
 DEFAULT_OUT = Path("gpu-lessons-out")
+
+# The commands import gpu_lessons inside their functions, on purpose: importing it picks the mode and
+# loads numba, which `--help` and `--version` do not need, and a mode error must reach main()'s
+# one-line handler rather than fail the import of this module.
 
 
 class CommandError(RuntimeError):
@@ -56,11 +63,55 @@ def _summary(table):
     return table[columns].round({"median_ms": 4, "gbps": 1, "gflops": 1})
 
 
+def _shown(path: Path) -> str:
+    """A path as the user can type it: relative to the working folder when inside it."""
+    try:
+        return path.relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
 def cmd_list(_args) -> int:
+    from . import course
+
     lessons = _lessons()
-    for number, module in enumerate(lessons.LESSONS.values(), start=1):
-        print(f"{number}. {module.NAME:<10} notebooks/{module.NOTEBOOK:<22} {module.TITLE}: {module.SUMMARY}")
-    print(f"   {'ceilings':<10} (gpu-lessons ceilings)        {lessons.ceilings.TITLE}")
+    folder = course.notebooks_folder()
+    here = course.in_checkout()  # else the notebooks are inside the installed package: copy them out
+    shown = f"{_shown(folder)}/" if here else ""
+    rows = [(f"{number}.", module.NAME, shown + module.NOTEBOOK, module.TITLE)
+            for number, module in enumerate(lessons.LESSONS.values(), start=1)]
+    rows.append(("", "ceilings", "(gpu-lessons ceilings)", lessons.ceilings.TITLE))
+    header = ("#", "lesson", "notebook", "title")
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(3)]
+    for row in [header, *rows]:
+        print("  ".join([*(cell.ljust(width) for cell, width in zip(row, widths, strict=False)), row[3]]))
+    deep_dives = [p.as_posix() for p in course.notebook_files(folder)
+                  if p.parts[0] == "deep_dives" and p.suffix == ".ipynb"]
+    if deep_dives:
+        print(f"deep dives: {', '.join(shown + p for p in deep_dives)}")
+    if here:
+        print(f"open them with: jupyter lab {shown}")
+    else:
+        print("the notebooks come with the package: copy them out with 'gpu-lessons notebooks DIR', "
+              "then 'jupyter lab DIR'")
+    return 0
+
+
+def cmd_notebooks(args) -> int:
+    from . import course
+
+    try:
+        written = course.copy_notebooks(args.folder, force=args.force)
+    except course.CopyError as error:
+        raise CommandError(str(error)) from None
+    folder = Path(args.folder).expanduser()
+    notebooks = [path for path in written if path.suffix == ".ipynb"]
+    deep = sum(1 for path in notebooks if "deep_dives" in path.relative_to(folder).parts)
+    print(f"copied {len(notebooks)} notebooks ({len(notebooks) - deep} lessons, {deep} in deep_dives/) "
+          f"to {folder}/")
+    print(f"open them with: jupyter lab {folder}")
+    if shutil.which("jupyter-lab") is None:
+        print("(JupyterLab is not installed in this environment: python3 -m pip install jupyterlab)")
     return 0
 
 
@@ -77,7 +128,23 @@ def _save_figures(module, result, roof: dict, out: Path, suffix: str = "") -> No
     from . import plots
 
     for name, figure in module.figures(result, roof).items():
-        print(f"figure: {plots.save(figure, out / module.NAME / f'{name}{suffix}.png')}")
+        path = out / module.NAME / f"{name}{suffix}.png"
+        try:
+            print(f"figure: {plots.save(figure, path)}")
+        except OSError as error:  # a folder without write permission, a full disk
+            raise CommandError(f"cannot write {path}: {error.strerror or error}") from None
+
+
+def _figure_folder(out: str) -> Path:
+    """The --out folder, made now: a bad one is an error before the minutes of checks, not after."""
+    folder = Path(out)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise CommandError(f"--out {out}: a file is in the way; name a folder for the figures") from None
+    except OSError as error:
+        raise CommandError(f"--out {out}: cannot make the folder ({error.strerror})") from None
+    return folder
 
 
 def cmd_run(args) -> int:
@@ -85,13 +152,16 @@ def cmd_run(args) -> int:
     from . import SIMULATED, describe, lessons, results
     from .lessons import ceilings, runner
 
+    out = _figure_folder(args.out)
+    # Without a GPU, read (and so check) every recording first: a missing one fails at once, in one line
+    recorded = {m.NAME: runner.load(m, live=False) for m in modules} if SIMULATED else {}
+    roof = lessons.roof() if SIMULATED else None
     print(describe())
-    out = Path(args.out)
     ok = True
     for module in modules:
         ok = _run_checks(module) and ok
         if SIMULATED:
-            result, roof = runner.load(module, live=False), lessons.roof()
+            result = recorded[module.NAME]
             print(f"No GPU: showing the reference recording {result.source}")
         else:
             roof = lessons.roof(runner.measure(ceilings, show_progress=not args.no_progress))
@@ -116,6 +186,17 @@ def _require_gpu(command: str) -> None:
                            "(simulator mode). 'gpu-lessons run' shows the recorded reference instead.")
 
 
+def _writable_data(data: str | None) -> str | None:
+    """Where a new recording goes: --data, $GPU_LESSONS_DATA, or a checkout's data/ (never the copy
+    installed with the package, which a reinstall would replace)."""
+    from . import course, results
+
+    if data is None and not os.environ.get(results.DATA_VARIABLE, "").strip() and not course.in_checkout():
+        raise CommandError(f"this gpu-lessons is installed, not a checkout: say where recordings go with "
+                           f"--data DIR (or set {results.DATA_VARIABLE})")
+    return data
+
+
 def cmd_record(args) -> int:
     """Check, measure and write one recording per lesson (and, with --ncu, its counters)."""
     from . import ncu, results
@@ -123,6 +204,7 @@ def cmd_record(args) -> int:
 
     modules = _pick(args.lessons, include_ceilings=True)
     _require_gpu("record")
+    _writable_data(args.data)
     for module in modules:
         if not _run_checks(module):
             raise CommandError(f"{module.NAME}: correctness checks failed; nothing recorded")
@@ -167,6 +249,8 @@ def cmd_ceilings(args) -> int:
     from .lessons import ceilings, runner
 
     _require_gpu("ceilings")
+    if args.record:
+        _writable_data(args.data)
     print(describe())
     result = runner.measure(ceilings, show_progress=not args.no_progress)
     _print_table(_summary(result.table), ceilings.TITLE)
@@ -188,64 +272,103 @@ def cmd_ceilings(args) -> int:
 
 
 def cmd_scoreboard(args) -> int:
+    """The scoreboard; status 1 when a row failed or nothing is recorded, 2 for no data folder."""
     from . import results
-    from .scoreboard import format_scoreboard, scoreboard, scoreboard_json
+    from .scoreboard import FAILED, NOT_RECORDED, format_scoreboard, scoreboard, scoreboard_json
 
-    if args.gpu is not None and args.gpu not in (recorded := results.recorded_gpus(args.data)):
-        folder = results.shown_path(results.data_root(args.data))
-        raise CommandError(f"no recordings for GPU '{args.gpu}' under {folder}/ "
+    root = results.data_root(args.data)
+    if not root.is_dir():
+        how = "--data" if args.data is not None else results.DATA_VARIABLE
+        raise CommandError(f"{results.shown_path(root)}: no such data folder ({how})")
+    if args.gpu is not None and args.gpu not in (recorded := results.recorded_gpus(root)):
+        raise CommandError(f"no recordings for GPU '{args.gpu}' under {results.shown_path(root)}/ "
                            f"(recorded GPUs: {', '.join(recorded) or 'none'})")
-    board = scoreboard(_lessons().comparisons(), gpu=args.gpu, root=args.data)
-    if args.json:
-        print(scoreboard_json(board))
-    else:
-        print(format_scoreboard(board))
+    board = scoreboard(_lessons().comparisons(), gpu=args.gpu, root=root)
+    print(scoreboard_json(board) if args.json else format_scoreboard(board))
+    failed = int((board["status"] == FAILED).sum())
+    if failed:
+        print(f"gpu-lessons: {failed} of {len(board)} comparisons failed (see the problems listed)",
+              file=sys.stderr)
+        return 1
+    if (board["status"] == NOT_RECORDED).all():
+        print(f"gpu-lessons: nothing recorded under {results.shown_path(root)}/", file=sys.stderr)
+        return 1
     return 0
 
 
+EXAMPLES = """examples:
+  gpu-lessons list                     the lessons, their notebooks and deep dives
+  gpu-lessons run roofline             lesson 1: check its kernels, show its measurements, save its figures
+  gpu-lessons notebooks ~/gpu-course   copy the notebooks out; then: jupyter lab ~/gpu-course
+  gpu-lessons scoreboard               each lesson's best kernel against CuPy and cuBLAS
+
+GPU_LESSONS_MODE=gpu|sim|auto forces the mode; GPU_LESSONS_DATA names another data folder."""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="gpu-lessons", description=__doc__)
+    from . import __version__, course
+
+    parser = argparse.ArgumentParser(prog="gpu-lessons", description=__doc__, epilog=EXAMPLES,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version",
+                        version=f"gpu-lessons {__version__} (course files: {course.root()})")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    sub.add_parser("list", help="the lessons and their notebooks").set_defaults(func=cmd_list)
+    sub.add_parser("list", help="the lessons and where their notebooks are").set_defaults(func=cmd_list)
 
-    run = sub.add_parser("run", help="run lessons: live on a GPU; checks + recorded reference without one")
+    run = sub.add_parser("run", help="run lessons: live on a GPU; without one, checks and the recorded "
+                                     "measurements")
     run.add_argument("lessons", nargs="*", metavar="LESSON", help="default: every lesson")
     run.add_argument("--out", default=str(DEFAULT_OUT), help=f"folder for figures (default {DEFAULT_OUT})")
     run.add_argument("--no-progress", action="store_true", help="no progress bars")
     run.set_defaults(func=cmd_run)
 
+    notebooks = sub.add_parser("notebooks", help="copy the notebooks (lessons and deep dives) into a folder")
+    notebooks.add_argument("folder", metavar="DIR", help="a new or empty folder (made if missing)")
+    notebooks.add_argument("--force", action="store_true",
+                           help="copy into a folder that is not empty, overwriting the course's notebooks")
+    notebooks.set_defaults(func=cmd_notebooks)
+
+    data_help = "data folder (default: $GPU_LESSONS_DATA, else the checkout's data/)"
     record = sub.add_parser("record", help="measure on this GPU and write data/<gpu>/<lesson>.*")
     record.add_argument("lessons", nargs="*", metavar="LESSON", help="default: ceilings and every lesson")
-    record.add_argument("--data", default=None, help="data folder (default: the repository's data/)")
+    record.add_argument("--data", default=None, help=data_help)
     record.add_argument("--ncu", action="store_true",
                         help="also profile the lesson's cases with Nsight Compute (ncu on the PATH)")
     record.add_argument("--section", action="append", metavar="NAME",
                         help="measure only this section (repeatable; for trying, records nothing)")
     record.add_argument("--partial", default=None, metavar="DIR",
                         help="save the rows so far after each section under DIR/<lesson>/")
-    record.add_argument("--no-progress", action="store_true")
+    record.add_argument("--no-progress", action="store_true", help="no progress bars")
     record.set_defaults(func=cmd_record)
 
     ceilings = sub.add_parser("ceilings", help="measure bandwidth and FP32 ceilings beside CuPy/cuBLAS")
-    ceilings.add_argument("--record", action="store_true", help="also write data/<gpu>/ceilings.csv")
-    ceilings.add_argument("--data", default=None)
-    ceilings.add_argument("--no-progress", action="store_true")
+    ceilings.add_argument("--record", action="store_true", help="also write data/<gpu>/ceilings.*")
+    ceilings.add_argument("--data", default=None, help=data_help)
+    ceilings.add_argument("--no-progress", action="store_true", help="no progress bars")
     ceilings.set_defaults(func=cmd_ceilings)
 
     board = sub.add_parser("scoreboard", help="best variant per lesson against what a user would pick")
     board.add_argument("--gpu", default=None, help="GPU folder under data/ (default nvidia-h200)")
-    board.add_argument("--data", default=None)
-    board.add_argument("--json", action="store_true")
+    board.add_argument("--data", default=None, help="data folder (default: the recordings that come with "
+                                                    "gpu-lessons, or $GPU_LESSONS_DATA)")
+    board.add_argument("--json", action="store_true", help="one JSON object instead of a table")
     board.set_defaults(func=cmd_scoreboard)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command; every error it expects is one line on stderr (status 2), never a traceback."""
+    from .mode import ModeError, choose_mode
+
+    try:
+        choose_mode()  # before anything imports numba.cuda; a mode it cannot have is the user's to fix
+    except ModeError as error:
+        print(f"gpu-lessons: error: {error}", file=sys.stderr)
+        return 2
     parser = build_parser()
     args = parser.parse_args(argv)
     from .checks import InputError
-    from .mode import ModeError
     from .results import RecordingError
 
     try:

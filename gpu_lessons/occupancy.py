@@ -21,7 +21,7 @@ every kernel of the package (``benchmarks/record_occupancy_driver.py``, recorded
   carve-out preference set).
 * the per-block shared-memory limit: a plain kernel may have 48 KiB (static + dynamic). Past that it
   must opt in: raise its ``cudaFuncAttributeMaxDynamicSharedMemorySize`` (numba:
-  ``kernels.littles_law.allow_dynamic_shared``), up to the GPU's opt-in limit (227 KiB on an
+  ``kernels.launch.allow_dynamic_shared``), up to the GPU's opt-in limit (227 KiB on an
   H100/H200). ``occupancy(..., opt_in=True)`` answers for a kernel that has; without it, a block over
   48 KiB cannot launch at all, and the answer says so (0 blocks, limited by ``nothing fits``), as the
   driver does.
@@ -127,7 +127,7 @@ def occupancy(threads_per_block: int, registers_per_thread: int, shared_bytes_pe
 
     ``shared_bytes_per_block`` is static + dynamic shared memory. ``opt_in``: the kernel has raised its
     dynamic shared-memory limit to the GPU's opt-in maximum (``cudaFuncAttributeMaxDynamicSharedMemorySize``
-    = ``shared_per_block_optin`` - static, as ``kernels.littles_law.allow_dynamic_shared`` does); without
+    = ``shared_per_block_optin`` - static, as ``kernels.launch.allow_dynamic_shared`` does); without
     it a block may have ``shared_per_block`` (48 KiB), and one that asks for more cannot launch: 0 blocks,
     limited by ``nothing fits``, with the reason in ``detail``. Raises ``InputError`` for shapes no launch
     on this GPU could have (more shared memory than even an opted-in kernel may have, too many threads).
@@ -213,7 +213,7 @@ def shared_to_limit(threads_per_block: int, blocks_per_sm: int, limits: SMLimits
     static shared memory): the largest allocation of which only that many fit on an SM.
 
     Used to limit occupancy on purpose. The block must be whole warps. Past ``shared_per_block``
-    (48 KiB: fewer than 5 blocks per SM) the kernel must opt in (``kernels.littles_law.allow_dynamic_shared``;
+    (48 KiB: fewer than 5 blocks per SM) the kernel must opt in (``kernels.launch.allow_dynamic_shared``;
     ``occupancy(..., opt_in=True)``).
     """
     lim = limits or sm_limits()

@@ -1,5 +1,7 @@
 """Lesson 1's exercises: the notebook's skeletons fail their checks; the solutions pass."""
 
+import math
+
 from test_exercises import exercise_tests
 
 from gpu_lessons.exercises import roofline as ex
@@ -9,7 +11,7 @@ cuda = ex.cuda  # numba.cuda as gpu_lessons imported it
 NOTEBOOK = "01_roofline.ipynb"
 SOLUTIONS = [
     (ex.check_saxpy_intensity, ex.solution_saxpy_intensity),
-    (ex.check_attainable, ex.solution_attainable),
+    (ex.check_fmas_for_share, ex.solution_fmas_for_share),
     (ex.check_fma4_kernel, ex.solution_fma4_kernel),
     (ex.check_predicted_time, ex.solution_predicted_time),
 ]
@@ -45,16 +47,33 @@ def one_flop_per_fma(n, k, bandwidth_gbps, peak_gflops):
 
 def datasheet_bandwidth(n, k, bandwidth_gbps, peak_gflops):  # 4.8 TB/s instead of the measured ceiling
     return max(8 * n / 4814.3 / 1e6, 2 * k * n / peak_gflops / 1e6)
+
+
+def theoretical_peak(n, k, bandwidth_gbps, peak_gflops):  # 66.9 TFLOP/s instead of the measured ceiling
+    return max(8 * n / bandwidth_gbps / 1e6, 2 * k * n / 66908.2 / 1e6)
+
+
+@cuda.jit
+def through_memory(x, y, a, b):  # right values, but y is re-read and re-written in memory each FMA
+    i = cuda.grid(1)
+    if i < x.size:
+        y[i] = x[i]
+        for _ in range(4):
+            y[i] = cuda.fma(y[i], a, b)
 WRONG_ANSWERS = [
     (ex.check_saxpy_intensity, lambda: 2 / 16),  # the triad's intensity, not SAXPY's
     (ex.check_saxpy_intensity, lambda: 2 / 8),  # counts only the reads
-    (ex.check_attainable, lambda i, bw, peak: bw * i),  # no flat roof
-    (ex.check_attainable, lambda i, bw, peak: 1 / 0),  # an error is feedback, not a crash
+    (ex.check_fmas_for_share, lambda share, bw, peak: round(4 * share * peak / bw)),  # rounded, not up
+    (ex.check_fmas_for_share, lambda share, bw, peak: math.ceil(share * peak / bw)),  # k taken for I
+    (ex.check_fmas_for_share, lambda share, bw, peak: math.ceil(4 * peak / bw)),  # the ridge, any share
+    (ex.check_fmas_for_share, lambda share, bw, peak: 1 / 0),  # an error is feedback, not a crash
+    (ex.check_fma4_kernel, through_memory),
     (ex.check_fma4_kernel, three_fmas),
     (ex.check_fma4_kernel, swapped_operands),
     (ex.check_predicted_time, summed_times),
     (ex.check_predicted_time, one_flop_per_fma),
     (ex.check_predicted_time, datasheet_bandwidth),
+    (ex.check_predicted_time, theoretical_peak),
 ]
 
 (test_notebook_has_one_cell_per_exercise, test_skeleton_fails, test_solution_passes,

@@ -44,13 +44,25 @@ def test_auto_with_a_gpu_picks_it():
 
 
 def test_forcing_gpu_without_one_is_a_clear_error():
-    result = run_python("import gpu_lessons", GPU_LESSONS_MODE="gpu", **NO_GPU)
+    """At the first use of the mode (a notebook's first cell prints describe()); the import itself
+    passes, so that the gpu-lessons command, a module of the package, can say it in one line."""
+    result = run_python("import gpu_lessons\nprint(gpu_lessons.describe())", GPU_LESSONS_MODE="gpu", **NO_GPU)
     assert result.returncode != 0
     assert "ModeError" in result.stderr and "no CUDA GPU is visible" in result.stderr
+    code = "\n".join([  # no module of the package gets to import numba.cuda in a mode nobody chose
+        "import sys, gpu_lessons",
+        "try:",
+        "    from gpu_lessons.kernels import gemm",
+        "except gpu_lessons.ModeError as error:",
+        "    print('refused:', error, '| numba.cuda imported:', 'numba.cuda' in sys.modules)",
+    ])
+    result = run_python(code, GPU_LESSONS_MODE="gpu", **NO_GPU)
+    assert result.stdout.startswith("refused: GPU_LESSONS_MODE=gpu but no CUDA GPU is visible"), result.stderr
+    assert result.stdout.strip().endswith("numba.cuda imported: False")
 
 
 def test_numba_cuda_imported_first_in_the_other_mode_is_explained():
-    code = "import numba.cuda\nimport gpu_lessons"
+    code = "import numba.cuda\nimport gpu_lessons\ngpu_lessons.MODE"
     result = run_python(code, NUMBA_ENABLE_CUDASIM="1", GPU_LESSONS_MODE="gpu")
     assert result.returncode != 0
     assert "already imported in 'sim' mode" in result.stderr

@@ -35,7 +35,7 @@ from numba import cuda
 
 from ..checks import (
     InputError,
-    _pointer,
+    address_of,
     require_array,
     require_block,
     require_choice,
@@ -514,7 +514,7 @@ def tile64_grid(shape) -> tuple[int, int]:
 def _vector_ok(a, out) -> int:
     """1 when 16-byte accesses are legal: rows of whole float4 groups, buffers 16-byte aligned."""
     rows, cols = a.shape
-    aligned = _pointer(a) % 16 == 0 and _pointer(out) % 16 == 0
+    aligned = address_of(a) % 16 == 0 and address_of(out) % 16 == 0
     return int(rows % 4 == 0 and cols % 4 == 0 and aligned)
 
 

@@ -51,10 +51,11 @@ import numpy as np
 from numba import cuda, float32, uint64
 
 from .. import ptx, vector
-from ..checks import InputError, _pointer
+from ..checks import InputError, address_of
 from . import generated
 from .arrays import is_device_array, returned, to_device
 from .gemm import check_gemm_operands
+from .launch import allow_dynamic_shared
 
 
 @dataclass(frozen=True)
@@ -398,19 +399,12 @@ def python_kernel(t: Tile, name: str = "gemm_generated"):
 
 def build(t: Tile):
     """The compiled kernel for a tile (cached: a big unrolled kernel takes seconds in NVVM)."""
-    if t not in _BUILT:
-        options = {}
-        if t.max_registers and not vector.SIMULATED:
-            options["max_registers"] = t.max_registers
-        if t.min_blocks and not vector.SIMULATED:
-            options["launch_bounds"] = (t.threads, t.min_blocks)
-        _BUILT[t] = generated.jit(python_kernel(t), **options)
-    return _BUILT[t]
+    return generated.tile_kernel(t, python_kernel, _BUILT)
 
 
 def vector_ok(a, b, c, k: int, n: int) -> bool:
     """16-byte loads need rows that start on 16-byte boundaries: K and N multiples of 4, aligned bases."""
-    return k % 4 == 0 and n % 4 == 0 and all(_pointer(x) % 16 == 0 for x in (a, b, c))
+    return k % 4 == 0 and n % 4 == 0 and all(address_of(x) % 16 == 0 for x in (a, b, c))
 
 
 def launch(t: Tile, a, b, c) -> Tile:
@@ -426,8 +420,6 @@ def launch(t: Tile, a, b, c) -> Tile:
     args = (a.reshape(a.size), b.reshape(b.size), c.reshape(c.size), np.uint64(m), np.uint64(n), np.uint64(k))
     shared_bytes = 4 * used.shared_floats if used.stages else 0  # dynamic (the pipeline's buffer)
     if shared_bytes > 48 * 1024 and used not in _SHARED_ALLOWED:
-        from .littles_law import allow_dynamic_shared
-
         allow_dynamic_shared(build(used), args, shared_bytes)
         _SHARED_ALLOWED.add(used)
     build(used)[grid, used.threads, 0, shared_bytes](*args)

@@ -23,6 +23,8 @@ from pathlib import Path
 
 from numba import cuda
 
+from .. import SIMULATED
+
 DIRECTORY_VARIABLE = "GPU_LESSONS_GENERATED_DIR"
 DEFAULT_DIRECTORY = Path(tempfile.gettempdir()) / "gpu_lessons_generated"
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -61,6 +63,20 @@ def jit(function, **options):
     if directory() is not None and not function.__code__.co_filename.startswith("<"):
         options["cache"] = True
     return cuda.jit(**options)(function)
+
+
+def tile_kernel(tile, make_source, cache: dict):
+    """The compiled kernel of a generated tile, once per tile (a big unrolled kernel takes seconds in
+    NVVM): ``make_source(tile)`` gives the Python kernel; the tile's register cap and minimum
+    blocks per SM become numba's ``max_registers`` and ``launch_bounds`` on a GPU."""
+    if tile not in cache:
+        options = {}
+        if tile.max_registers and not SIMULATED:
+            options["max_registers"] = tile.max_registers
+        if tile.min_blocks and not SIMULATED:
+            options["launch_bounds"] = (tile.threads, tile.min_blocks)
+        cache[tile] = jit(make_source(tile), **options)
+    return cache[tile]
 
 
 def compile_in_parallel(module: str, function: str, jobs: int, workers: int | None = None) -> float:

@@ -25,7 +25,7 @@ import linecache
 from functools import cache
 
 import numpy as np
-from numba import cuda, float32, int64, typeof, uint32, uint64
+from numba import cuda, float32, int64, uint32, uint64
 
 from .. import SIMULATED
 from ..checks import (
@@ -39,7 +39,7 @@ from ..checks import (
 )
 from ..occupancy import sm_limits
 from ..vector import load4, store4
-from .launch import THREADS_PER_BLOCK
+from .launch import THREADS_PER_BLOCK, allow_dynamic_shared
 from .util import queue_counters
 
 LINE_BYTES = 128  # one chain node per cache line: each step is a new line
@@ -529,20 +529,3 @@ def fma_model_fraction(warps_per_sm, chains, latency_cycles: float, schedulers: 
 
 
 # ------------------------------------------------------------------ GPU-only helpers
-
-
-def allow_dynamic_shared(kernel, args, nbytes: int) -> None:
-    """Let ``kernel`` (compiled for ``args``) take ``nbytes`` of dynamic shared memory per block.
-
-    Past 48 KiB a kernel must opt in (cudaFuncSetAttribute's MAX_DYNAMIC_SHARED_SIZE_BYTES); a
-    no-op on the simulator.
-    """
-    nbytes = require_int(nbytes, "nbytes", 0)
-    if SIMULATED:
-        return
-    from numba.cuda.cudadrv.driver import binding, driver  # the driver's API: only on a GPU
-
-    overload = kernel.compile(tuple(typeof(a) for a in args))
-    cufunc = overload._codelibrary.get_cufunc()
-    attribute = binding.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-    driver.cuKernelSetAttribute(attribute, int(nbytes), cufunc.handle, cufunc.device.id)

@@ -50,7 +50,7 @@ from ..device import WARP_SIZE
 from ..occupancy import occupancy, shared_to_limit, sm_limits
 from ..vector import load4
 from .arrays import to_device
-from .launch import resident_blocks
+from .launch import allow_dynamic_shared, resident_blocks
 
 BLOCK = 256  # threads per block for every kernel here (shared arrays need a literal size)
 FULL_MASK = 0xFFFFFFFF
@@ -434,20 +434,6 @@ def capped_dynamic_shared(blocks_per_sm: int = SMEM_CAP_BLOCKS, static_bytes: in
         raise InputError(f"{dynamic} bytes of dynamic shared memory give {granted} blocks per SM, "
                          f"not {blocks_per_sm}")
     return dynamic
-
-
-def allow_dynamic_shared(kernel, args: tuple, nbytes: int) -> None:
-    """Let ``kernel`` (compiled for ``args``) take ``nbytes`` of dynamic shared memory per block:
-    past 48 KiB a kernel must opt in (MAX_DYNAMIC_SHARED_SIZE_BYTES). A no-op on the simulator."""
-    if SIMULATED:
-        return
-    from numba import typeof  # GPU only: the driver binding below exists only there
-    from numba.cuda.cudadrv.driver import binding, driver
-
-    overload = kernel.compile(tuple(typeof(a) for a in args))
-    cufunc = overload._codelibrary.get_cufunc()
-    attribute = binding.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-    driver.cuKernelSetAttribute(attribute, int(nbytes), cufunc.handle, cufunc.device.id)
 
 
 # ------------------------------------------------------ trees without atomics: the tree is the work

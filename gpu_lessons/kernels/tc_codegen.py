@@ -44,6 +44,8 @@ from numba import cuda, float32, uint64
 from .. import ptx, vector
 from ..checks import InputError
 from . import generated
+from .gemm_codegen import vector_ok  # the same 16-byte condition on A, B and C
+from .launch import allow_dynamic_shared
 
 STATIC_SHARED_LIMIT = 48 * 1024  # bytes a block gets without opting in
 
@@ -283,21 +285,7 @@ _SHARED_ALLOWED: set = set()
 
 def build(t: TcTile):
     """The compiled kernel for a tile (cached: a big unrolled kernel takes seconds in NVVM)."""
-    if t not in _BUILT:
-        options = {}
-        if t.max_registers and not vector.SIMULATED:
-            options["max_registers"] = t.max_registers
-        if t.min_blocks and not vector.SIMULATED:
-            options["launch_bounds"] = (t.threads, t.min_blocks)
-        _BUILT[t] = generated.jit(python_kernel(t), **options)
-    return _BUILT[t]
-
-
-def vector_ok(a, b, c, k: int, n: int) -> bool:
-    """16-byte copies need rows on 16-byte boundaries: K and N multiples of 4, aligned bases."""
-    from ..checks import _pointer
-
-    return k % 4 == 0 and n % 4 == 0 and all(_pointer(x) % 16 == 0 for x in (a, b, c))
+    return generated.tile_kernel(t, python_kernel, _BUILT)
 
 
 def launch(t: TcTile, a, b, c) -> TcTile:
@@ -309,8 +297,6 @@ def launch(t: TcTile, a, b, c) -> TcTile:
     kernel = build(used)
     args = (a.reshape(a.size), b.reshape(b.size), c.reshape(c.size), np.uint64(m), np.uint64(n), np.uint64(k))
     if used.shared_bytes > STATIC_SHARED_LIMIT and used not in _SHARED_ALLOWED:
-        from .littles_law import allow_dynamic_shared
-
         allow_dynamic_shared(kernel, args, used.shared_bytes)
         _SHARED_ALLOWED.add(used)
     grid = (-(-n // t.bn), -(-m // t.bm))

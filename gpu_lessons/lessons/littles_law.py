@@ -141,7 +141,7 @@ def calculated_occupancy(block: int, registers: int, shared_bytes: int, limits: 
     """The occupancy calculator for one launch shape: the one place this lesson asks it.
 
     ``shared_bytes``: static + dynamic per block. ``opt_in``: the kernel raised its dynamic shared
-    memory limit past a plain kernel's 48 KiB (``kernels.littles_law.allow_dynamic_shared``), as the
+    memory limit past a plain kernel's 48 KiB (``kernels.launch.allow_dynamic_shared``), as the
     copies whose residency shared memory caps do; without it a block over 48 KiB does not launch.
     """
     return occ.occupancy(block, registers, shared_bytes, limits, opt_in=opt_in)

@@ -202,7 +202,7 @@ def roofline_points(table: pd.DataFrame) -> pd.DataFrame:
 
 
 BUDGET_KERNELS = [("triad", None), ("fma_intensity", 1), ("fma_intensity", 16), ("fma_intensity", 64),
-                  ("fma_intensity", 1024), ("gemm_naive", None)]
+                  ("fma_intensity", 128), ("fma_intensity", 1024), ("gemm_naive", None)]
 
 
 def time_budget(table: pd.DataFrame, roof: dict, kernels=BUDGET_KERNELS) -> pd.DataFrame:
@@ -243,11 +243,12 @@ def naive_gemm_bytes_per_fma(table: pd.DataFrame, roof: dict, traced_n: int = 32
     counts = trace(g.gemm_naive, grid, g.NAIVE_BLOCK, a, b, np.zeros((traced_n, traced_n), np.float32))
     sectors = counts.totals["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"]
     return pd.DataFrame([
-        {"level": "the count: 2 floats per FMA", "bytes_per_fma": 8.0},
-        {"level": "L1 requests (traced sectors)", "bytes_per_fma": 32 * sectors / traced_n**3},
+        {"level": "the count: 2 floats per FMA", "bytes_per_fma": 8.0, "kind": "model"},
+        {"level": "L1 requests (traced sectors)", "bytes_per_fma": 32 * sectors / traced_n**3,
+         "kind": "traced"},
         {"level": "DRAM at most (time x bandwidth)",
-         "bytes_per_fma": roof["bandwidth_gbps"] * 1e9 * seconds / n**3},
-        {"level": "ideal: each input once", "bytes_per_fma": 4 * 3 * n**2 / n**3},
+         "bytes_per_fma": roof["bandwidth_gbps"] * 1e9 * seconds / n**3, "kind": "measured"},
+        {"level": "ideal: each input once", "bytes_per_fma": 4 * 3 * n**2 / n**3, "kind": "model"},
     ])
 
 

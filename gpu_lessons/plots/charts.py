@@ -49,10 +49,14 @@ def bandwidth_vs_size(
     colors = variant_colors(table)
     for (variant, param), rows in table.groupby(["variant", "param"], sort=False, dropna=False):
         rows = rows.sort_values("bytes")
-        style = PROVIDER_STYLE.get(rows["provider"].iloc[0], PROVIDER_STYLE["gpu_lessons"])
+        provider = rows["provider"].iloc[0]
+        style = PROVIDER_STYLE.get(provider, PROVIDER_STYLE["gpu_lessons"])
+        reference = provider != "gpu_lessons"  # drawn under ours, hollow: equal lines both show
         ax.plot(
             rows["bytes"], rows["gbps"], color=colors[variant], label=series_label(variant, param),
-            linewidth=STYLE["line_width"], markersize=STYLE["marker_size"], **style,
+            linewidth=STYLE["line_width"] * (1.6 if reference else 1),
+            markersize=STYLE["marker_size"] + 2 * reference, alpha=0.55 if reference else 1,
+            markerfacecolor="white" if reference else colors[variant], zorder=2 if reference else 3, **style,
         )
     top = table["gbps"].max()
     if ceiling_gbps is not None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
 
-from .style import LABEL_BOX, PALETTE, STYLE, finish, new_axes, with_alt
+from .style import LABEL_BOX, PALETTE, STYLE, finish, new_axes, plain_number, with_alt
 
 
 def time_budget(budget: pd.DataFrame, provenance: str | None = None, ax=None) -> Figure:
@@ -19,7 +20,8 @@ def time_budget(budget: pd.DataFrame, provenance: str | None = None, ax=None) ->
     ax.barh(y - height / 2, budget["compute_ms"], height, color=PALETTE[1], label="FLOPs / FP32 ceiling")
     ax.scatter(budget["measured_ms"], y, marker="D", s=46, color="black", zorder=3, label="measured time")
     for yi, (_, row) in zip(y, budget.iterrows(), strict=True):
-        ax.annotate(f"{row['error']:+.0%}", (row["measured_ms"], yi), xytext=(8, 0),
+        right = max(row["measured_ms"], row["memory_ms"], row["compute_ms"])  # beside the longest mark
+        ax.annotate(f"{row['error']:+.0%}", (right, yi), xytext=(8, 0),
                     textcoords="offset points", va="center", fontsize=STYLE["note_size"], bbox=LABEL_BOX)
     ax.set_xscale("log")
     labels = [f"{k}\n(I = {i:.3g})" for k, i in zip(budget["kernel"], budget["intensity"], strict=True)]
@@ -32,11 +34,18 @@ def time_budget(budget: pd.DataFrame, provenance: str | None = None, ax=None) ->
                     "and the measured time as a diamond labelled with its difference from the longer bar.")
 
 
+KIND_COLORS = {"model": PALETTE[1], "traced": PALETTE[0], "measured": PALETTE[2]}
+KIND_LABELS = {"model": "a count on paper", "traced": "counted by the simulator's tracer",
+               "measured": "bound from the measured time"}
+
+
 def bytes_per_fma(levels: pd.DataFrame, provenance: str | None = None, ax=None) -> Figure:
-    """Naive GEMM's bytes per FMA, counted four ways (log scale)."""
+    """Naive GEMM's bytes per FMA, counted four ways (log scale), coloured by where each comes from."""
     fig, ax = new_axes(ax)
     y = np.arange(len(levels))[::-1]
-    ax.barh(y, levels["bytes_per_fma"], color=[PALETTE[i] for i in (1, 0, 2, 4)][: len(levels)])
+    for kind, color in KIND_COLORS.items():
+        mine = (levels["kind"] == kind).to_numpy()
+        ax.barh(y[mine], levels["bytes_per_fma"][mine], color=color, label=KIND_LABELS[kind])
     for yi, value in zip(y, levels["bytes_per_fma"], strict=True):
         ax.annotate(f"{value:.3g} B", (value, yi), xytext=(6, 0), textcoords="offset points", va="center",
                     fontsize=STYLE["note_size"])
@@ -44,6 +53,39 @@ def bytes_per_fma(levels: pd.DataFrame, provenance: str | None = None, ax=None) 
     ax.set_yticks(y, levels["level"])
     ax.set_xlim(right=ax.get_xlim()[1] * 4)
     finish(fig, ax, "Naive GEMM: bytes per FMA, counted four ways", "Bytes per FMA (log scale)", "",
-           provenance)
+           provenance, legend_loc="lower right")
     described = "; ".join(f"{row.level}: {row.bytes_per_fma:.3g}" for row in levels.itertuples())
     return with_alt(fig, f"Bars of naive GEMM's bytes per FMA on a log scale. {described}.")
+
+
+def model_roof(bandwidth_gbps: float, peak_gflops: float, marks: dict[str, float], source: str,
+               ax=None) -> Figure:
+    """The roofline as a model: the two limits, the ridge point, the memory- and compute-bound sides
+    shaded, and vertical marks at the intensities of a few kernels (nothing measured)."""
+    fig, ax = new_axes(ax)
+    ridge = peak_gflops / bandwidth_gbps
+    intensity = np.logspace(-2, 3, 200)
+    ax.plot(intensity, np.minimum(peak_gflops, bandwidth_gbps * intensity), color=STYLE["roof_color"],
+            linewidth=STYLE["line_width"] + 0.6, label=f"min({peak_gflops:,.0f}, {bandwidth_gbps:,.0f} x I)")
+    ax.axvspan(intensity[0], ridge, color=PALETTE[0], alpha=0.07, label="memory-bound side")
+    ax.axvspan(ridge, intensity[-1], color=PALETTE[1], alpha=0.07, label="compute-bound side")
+    ax.axvline(ridge, color=STYLE["ceiling_color"], linestyle=":", linewidth=1)
+    ax.annotate(f"ridge point I* = {ridge:.1f}", (ridge, peak_gflops), xytext=(6, -16),
+                textcoords="offset points", fontsize=STYLE["note_size"])
+    for number, (label, value) in enumerate(marks.items()):
+        ax.axvline(value, color=PALETTE[2 + number % 4], linewidth=1.2, linestyle="--")
+        ax.annotate(label, (value, bandwidth_gbps * 0.02), rotation=90, xytext=(4, 0),
+                    textcoords="offset points", fontsize=STYLE["note_size"], color=PALETTE[2 + number % 4],
+                    va="bottom")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(intensity[0], intensity[-1])
+    finish(fig, ax, "The roofline as a model (before any measurement)", "Arithmetic intensity I (FLOP/byte)",
+           "Attainable performance (GFLOP/s)", source, legend_loc="upper left")
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(FuncFormatter(plain_number))
+    shown = ", ".join(f"{label} at I = {value:g}" for label, value in marks.items())
+    return with_alt(fig, f"Log-log roofline drawn from the model: a slanted bandwidth limit of "
+                    f"{bandwidth_gbps:,.0f} GB/s meets a flat limit of {peak_gflops:,.0f} GFLOP/s at "
+                    f"I* = {ridge:.1f} FLOP/byte; "
+                    f"dashed marks: {shown}.")

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .. import course
 from .evidence import Evidence, check_evidence, evidence_from_json
 from .table import MissingRecordingError, RecordingError, check_lesson_column, checked_table
 
@@ -33,8 +34,8 @@ REQUIRED_META_KEYS = (
 NUMERIC_META_KEYS = ("sms", "sm_clock_mhz", "memory_clock_mhz")
 
 DATA_VARIABLE = "GPU_LESSONS_DATA"
-REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_DATA_ROOT = REPOSITORY_ROOT / "data"
+REPOSITORY_ROOT = course.CHECKOUT  # the source checkout, when gpu_lessons runs from one
+DEFAULT_DATA_ROOT = course.data_folder()  # the checkout's data/, else the installed package's copy
 DEFAULT_GPU = "nvidia-h200"
 META_SUFFIX = ".meta.json"
 EVIDENCE_SUFFIX = ".evidence.json"
@@ -89,7 +90,8 @@ class LessonResult:
 
 
 def data_root(root: str | os.PathLike | None = None) -> Path:
-    """The data folder: `root` if given, else $GPU_LESSONS_DATA, else data/ in the repository."""
+    """The data folder: `root` if given, else $GPU_LESSONS_DATA, else the course's data/ (the
+    checkout's when gpu_lessons runs from one, else the copy installed with the package)."""
     if root is not None:
         return Path(root)
     from_environment = os.environ.get(DATA_VARIABLE, "").strip()
@@ -97,7 +99,9 @@ def data_root(root: str | os.PathLike | None = None) -> Path:
 
 
 def shown_path(path: str | os.PathLike) -> str:
-    """A path for messages: relative to the repository when inside it (data/...), else as is."""
+    """A path for messages: relative to the checkout when inside it (data/...), else as is."""
+    if not course.in_checkout():
+        return str(path)
     try:
         return Path(path).resolve().relative_to(REPOSITORY_ROOT).as_posix()
     except ValueError:

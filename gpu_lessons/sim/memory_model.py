@@ -72,7 +72,7 @@ def lanes_per_phase(size: np.ndarray) -> np.ndarray:
     return np.maximum(PHASE_BYTES // width, 1)
 
 
-def _paired_16_byte(request, lane, address, size, n_requests: int) -> np.ndarray:
+def paired_16_byte(request, lane, address, size, n_requests: int) -> np.ndarray:
     """Per request: a 16-byte access whose every lane reads the same 16 bytes as lane l^1 (or l^2)."""
     paired = np.zeros(n_requests, dtype=bool)
     wide = size == 16
@@ -90,7 +90,7 @@ def _paired_16_byte(request, lane, address, size, n_requests: int) -> np.ndarray
 def shared_wavefronts(request, lane, address, size, n_requests: int) -> tuple[np.ndarray, np.ndarray]:
     """(wavefronts, ideal wavefronts) per request; bank conflicts are their difference."""
     request, lane, address, size = (np.asarray(a, dtype=np.int64) for a in (request, lane, address, size))
-    paired = _paired_16_byte(request, lane, address, size, n_requests)
+    paired = paired_16_byte(request, lane, address, size, n_requests)
     per_phase = lanes_per_phase(size) * np.where(paired[request], 2, 1)
     phase = lane // per_phase
     word, req, phase = _expand(address // BANK_BYTES, (address + size - 1) // BANK_BYTES, request, phase)

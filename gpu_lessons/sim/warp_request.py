@@ -78,6 +78,12 @@ def select_request(accesses: pd.DataFrame, sites: pd.DataFrame, kernel: str, sou
     return _request_table(lanes.sort_values("lane"), site)
 
 
+def _distinct_bytes(address: np.ndarray, size: np.ndarray) -> int:
+    """Bytes the lanes use, each counted once (lanes reading the same address share it: a broadcast)."""
+    return int(np.unique(np.concatenate([np.arange(a, a + s) for a, s in zip(address, size, strict=True)]
+                                        or [np.empty(0, np.int64)])).size)
+
+
 def _request_table(lanes: pd.DataFrame, site: pd.Series) -> pd.DataFrame:
     address, size = lanes["address"].to_numpy(), lanes["bytes"].to_numpy()
     table = pd.DataFrame({"lane": lanes["lane"].to_numpy(), "address": address, "bytes": size})
@@ -85,18 +91,19 @@ def _request_table(lanes: pd.DataFrame, site: pd.Series) -> pd.DataFrame:
     attrs = {"kernel_function": site["function"], "location": site["location"], "source": site["source"],
              "array": site["array"], "space": site["space"], "op": site["op"],
              "warp": int(lanes["warp"].iloc[0]), "k": int(lanes["k"].iloc[0]),
-             "active_lanes": len(table), "useful_bytes": int(size.sum())}
+             "active_lanes": len(table), "useful_bytes": _distinct_bytes(address, size)}
     if site["space"] == "global":
         table["sector"] = address // memory_model.SECTOR_BYTES
         table["last_sector"] = (address + size - 1) // memory_model.SECTOR_BYTES
         table["line"] = address // LINE_BYTES
         sectors = int(memory_model.global_sectors(one, address, size, 1)[0])
         attrs.update(sectors=sectors, moved_bytes=sectors * memory_model.SECTOR_BYTES,
-                     ideal_sectors=-(-int(size.sum()) // memory_model.SECTOR_BYTES))
+                     ideal_sectors=-(-attrs["useful_bytes"] // memory_model.SECTOR_BYTES))
     else:
         table["word"] = address // memory_model.BANK_BYTES
         table["bank"] = table["word"] % memory_model.BANKS
-        table["phase"] = table["lane"] // memory_model.lanes_per_phase(size)
+        paired = memory_model.paired_16_byte(one, table["lane"].to_numpy(), address, size, 1)[0]
+        table["phase"] = table["lane"] // (memory_model.lanes_per_phase(size) * (2 if paired else 1))
         wavefronts, ideal = memory_model.shared_wavefronts(one, table["lane"].to_numpy(), address, size, 1)
         attrs.update(wavefronts=int(wavefronts[0]), bank_conflicts=int(wavefronts[0] - ideal[0]),
                      phases=int(ideal[0]))
