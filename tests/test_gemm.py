@@ -331,8 +331,9 @@ def test_source_diff_shows_what_one_switch_changes():
     assert "# ... 3 more like it" in folded and "cur, nxt = tile % U(2)" in folded
     assert lesson.source_diff(steps.DOUBLE_BUFFER_TILE, steps.REGISTER_CAP_TILE) == "\n"  # a compiler option
     switches = lesson.tile_switches()
-    assert list(switches["changed"]) == ["(first)", "unroll", "lanes_m, pad", "double_buffer", "max_registers",
-                                         "max_registers, bn, tn", "pad, bk", "lanes_m, interleave"]
+    assert list(switches["changed"]) == ["(first)", "unroll", "lanes_m, pad", "double_buffer",
+                                         "max_registers", "max_registers, bn, tn", "pad, bk",
+                                         "lanes_m, interleave"]
 
 
 def test_stalls_and_the_shared_load_schedule_from_the_recording(recording):

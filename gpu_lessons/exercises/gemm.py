@@ -186,11 +186,12 @@ def check_global_sectors(predict) -> object:
         lines = []
         for case, ((m, n, k), (bm, bn), measured) in recorded_sectors().items():
             got = predict(m, n, k, bm, bn)
-            if got is None or not np.isfinite(float(got)) or abs(float(got) / measured - 1) > SECTOR_TOLERANCE:
-                return report(name, False, f"{case} ({bm}x{bn} tiles, {m}x{n}x{k}): you said {got}, Nsight "
-                              f"Compute counted {measured:,.0f} sectors. Count the blocks (a grid of "
-                              "ceil(N/BN) x ceil(M/BM)); each reads a BM x K panel of A and a K x BN panel of "
-                              "B, 4 bytes a float, 32 bytes a sector")
+            wrong = got is None or not np.isfinite(float(got))
+            if wrong or abs(float(got) / measured - 1) > SECTOR_TOLERANCE:
+                return report(name, False, f"{case} ({bm}x{bn} tiles, {m}x{n}x{k}): you said {got}, "
+                              f"Nsight Compute counted {measured:,.0f} sectors. Count the blocks (a grid "
+                              "of ceil(N/BN) x ceil(M/BM)); each reads a BM x K panel of A and a K x BN "
+                              "panel of B, 4 bytes a float, 32 bytes a sector")
             lines.append(f"{case} {measured / 1e6:.1f} M")
         return report(name, True, "within 0.5% of Nsight Compute for every kernel (" + ", ".join(lines) +
                       "): the block tile, not the micro-tile or the load width, sets the global traffic")
@@ -234,8 +235,8 @@ def check_conflict_free_pieces(kernel) -> object:
         if conflicts:
             return report(name, False, f"every column read once, but {conflicts} bank conflicts "
                           f"({wavefronts} wavefronts for 2 loads; 8 is the least): 8 lanes are served "
-                          "together, so in each load the pieces of lanes 0-7 (and of 8-15, ...) must fall in 8 "
-                          "different groups of 4 banks, as 32 consecutive floats do")
+                          "together, so in each load the pieces of lanes 0-7 (and of 8-15, ...) must fall "
+                          "in 8 different groups of 4 banks, as 32 consecutive floats do")
         return report(name, True, f"every column read once in {wavefronts} wavefronts, no bank conflict: "
                       "neighbouring lanes read neighbouring 16-byte pieces")
 
@@ -276,12 +277,13 @@ def check_warp_tile_wavefronts(prediction) -> object:
         traced = lesson.traced_shared_wavefronts(PAIRED_8X8_WARP)["tracer"]
         loads = (PAIRED_8X8_WARP.tm + PAIRED_8X8_WARP.tn) // 4
         if float(prediction) != traced:
-            return report(name, False, f"you said {prediction}; the traffic counter sees {traced:g} per warp per "
-                          f"k-step. Per k-step the warp issues {loads} 16-byte loads (2 of A, 2 of B); one takes a "
-                          "wavefront for every 8 lanes (quarter-warps), or for every 16 when lanes l and l^1 (or l "
-                          "and l^2) read the same 16 bytes: check that for A and for B")
-        return report(name, True, f"{traced:g} wavefronts per warp per k-step: with lanes in pairs both operands "
-                      "are read by half-warps, 2 wavefronts a load (step 11's 2 x 16 lanes need 12)")
+            side = "many" if float(prediction) > traced else "few"
+            return report(name, False, f"you said {prediction}: too {side} for what the traffic counter "
+                          f"sees. Per k-step the warp issues {loads} 16-byte loads (2 of A, 2 of B); one "
+                          "takes a wavefront for every 8 lanes (quarter-warps), or for every 16 when lanes "
+                          "l and l^1 (or l and l^2) read the same 16 bytes: check that for A and for B")
+        return report(name, True, f"{traced:g} wavefronts per warp per k-step: with lanes in pairs both "
+                      "operands are read by half-warps, 2 wavefronts a load (step 11's 2 x 16 lanes need 12)")
 
     return guarded(name, attempt)
 

@@ -35,8 +35,8 @@ from ..kernels import gemm_steps as steps
 from ..kernels import gemm_tiled as tiled
 from ..kernels.util import poison
 from ..occupancy import occupancy
-from ..plots import charts, with_alt
 from ..plots import gemm as gemm_plots
+from ..plots import with_alt
 from ..results import Evidence, LessonResult, ProbeData, RecordingError
 from ..scoreboard import Comparison
 from ..sim.trace import trace
@@ -417,7 +417,8 @@ def lds128_bank_map(addresses) -> pd.DataFrame:
     paired = any(bool(np.all(address == address[lane ^ partner])) for partner in (1, 2))
     per_phase = 2 * LDS128_LANES_PER_PHASE if paired else LDS128_LANES_PER_PHASE
     rows = [{"phase": lane_id // per_phase, "lane": lane_id, "word": int(address[lane_id] // 4 + j),
-             "bank": int((address[lane_id] // 4 + j) % SHARED_BANKS)} for lane_id in range(32) for j in range(4)]
+             "bank": int((address[lane_id] // 4 + j) % SHARED_BANKS)}
+            for lane_id in range(32) for j in range(4)]
     words = pd.DataFrame(rows)
     distinct = words.groupby(["phase", "bank"])["word"].nunique().rename("words_in_bank")
     return words.merge(distinct.reset_index(), on=["phase", "bank"])
@@ -432,7 +433,8 @@ def pipeline_timeline(tiles: int = 4, load: float = 0.8, store: float = 0.15, co
     if not double_buffer:
         t = 0.0
         for tile in range(tiles):
-            rows += [("global loads", tile, t, t + load), ("stores to shared", tile, t + load, t + load + store),
+            rows += [("global loads", tile, t, t + load),
+                     ("stores to shared", tile, t + load, t + load + store),
                      ("FMAs", tile, t + load + store, t + load + store + compute)]
             t += load + store + compute
     else:
@@ -493,8 +495,8 @@ def source_diff(before: codegen.Tile, after: codegen.Tile, name: str = "kernel",
             if len(hunk) > longest and len({line[0] for line in hunk}) == 1:
                 body = hunk[0][1:]
                 indent = body[: len(body) - len(body.lstrip())]
-                hunk = [*hunk[: longest - 2], f"{hunk[0][0]}{indent}# ... {len(hunk) - longest + 1} more lines",
-                        hunk[-1]]
+                more = f"{hunk[0][0]}{indent}# ... {len(hunk) - longest + 1} more lines"
+                hunk = [*hunk[: longest - 2], more, hunk[-1]]
             cut += (["@@"] if number else []) + hunk
         out = cut
     return "\n".join(out) + "\n"
@@ -1178,7 +1180,8 @@ def lds_schedule(result: LessonResult, name: str) -> pd.DataFrame:
     the lanes' span along M), else B's."""
     tile = tile_of(name)
     lines = result.evidence.kernel(name).get("sass", {}).get("lines", [])
-    found = [(int(m.group(1), 16), m.group(2), int(m.group(3) or "0", 16)) for m in map(_LDS.search, lines) if m]
+    found = [(int(m.group(1), 16), m.group(2), int(m.group(3) or "0", 16))
+             for m in map(_LDS.search, lines) if m]
     if not found:
         return pd.DataFrame(columns=["instruction", "operand", "k_step", "group"])
     strides = {"a": (4 * (tile.bm + tile.pad), 4 * (tile.lanes_m * 4 if tile.lanes_m else 4), tile.tm // 4),
@@ -1189,16 +1192,16 @@ def lds_schedule(result: LessonResult, name: str) -> pd.DataFrame:
         return all(offset % row % step == 0 and offset % row // step < groups for offset in offsets)
 
     offsets = {}
-    for _, register, offset in found:
-        offsets.setdefault(register, []).append(offset)
+    for _, base, offset in found:
+        offsets.setdefault(base, []).append(offset)
     operand_of = {}
-    for register, seen in offsets.items():
-        operand_of[register] = "a" if fits(seen, "a") and not fits(seen, "b") else "b"
+    for base, seen in offsets.items():
+        operand_of[base] = "a" if fits(seen, "a") and not fits(seen, "b") else "b"
     first = found[0][0]
     rows = []
-    for address, register, offset in found:
-        row, step, _ = strides[operand_of[register]]
-        rows.append({"instruction": (address - first) // 16, "operand": operand_of[register].upper(),
+    for address, base, offset in found:
+        row, step, _ = strides[operand_of[base]]
+        rows.append({"instruction": (address - first) // 16, "operand": operand_of[base].upper(),
                      "k_step": offset // row, "group": offset % row // step})
     return pd.DataFrame(rows)
 
@@ -1377,8 +1380,8 @@ def progression_figure(result: LessonResult, shapes=("2048^3", "4096^3")):
 
 def roofline_figure(result: LessonResult, roof: dict, shape: str = "2048^3"):
     """Every step, the search's tile and cuBLAS on the measured roof, at counted intensity."""
-    return gemm_plots.steps_roofline(roof["bandwidth_gbps"], roof["peak_gflops"], roofline_points(result.table, shape),
-                                     provenance=result.provenance)
+    return gemm_plots.steps_roofline(roof["bandwidth_gbps"], roof["peak_gflops"],
+                                     roofline_points(result.table, shape), provenance=result.provenance)
 
 
 def search_figure(result: LessonResult):
@@ -1386,9 +1389,9 @@ def search_figure(result: LessonResult):
     figure = gemm_plots.search_heatmap(fractions, provenance=result.provenance)
     best = "; ".join(f"{shape}: {fractions[shape].idxmax()} ({fractions[shape].max():.0%})"
                      for shape in fractions.columns if fractions[shape].notna().any())
-    return with_alt(figure, f"Heatmap of the tile search: {len(fractions)} tiles as rows, {len(fractions.columns)} "
-                    f"matrix shapes as columns, each cell the tile's share of cuBLAS at that shape; the best "
-                    f"tile per shape is framed: {best}.")
+    return with_alt(figure, f"Heatmap of the tile search: {len(fractions)} tiles as rows, "
+                    f"{len(fractions.columns)} matrix shapes as columns, each cell the tile's share of "
+                    f"cuBLAS at that shape; the best tile per shape is framed: {best}.")
 
 
 def wavefront_figure(result: LessonResult | None = None):
@@ -1396,8 +1399,8 @@ def wavefront_figure(result: LessonResult | None = None):
     figure = gemm_plots.wavefronts(counts, provenance=result.provenance if result is not None else None)
     described = "; ".join(f"{row['label']}: model {row['model']:.0f}" if pd.notna(row["model"]) else
                           f"{row['label']}: ncu {row['ncu']:.1f}" for _, row in counts.iterrows())
-    return with_alt(figure, "Bars of shared-memory wavefronts per warp per k-step, the pair rule's count beside "
-                    f"Nsight Compute's where it was profiled: {described}.")
+    return with_alt(figure, "Bars of shared-memory wavefronts per warp per k-step, the pair rule's count "
+                    f"beside Nsight Compute's where it was profiled: {described}.")
 
 
 STALL_LABELS = {"register_cap": "step 11", "big_tile": "step 12", CUBLAS: "cuBLAS"}
@@ -1407,17 +1410,19 @@ def stall_figure(result: LessonResult, cases=("register_cap", "big_tile", CUBLAS
     table = stall_table(result, cases)
     figure = gemm_plots.stall_reasons(table, labels=STALL_LABELS, provenance=result.provenance)
     busy = ", ".join(f"{STALL_LABELS.get(c, c)} {table.loc['issue slots busy (%)', c]:.0f}%" for c in cases)
+    kernels = ", ".join(STALL_LABELS.get(c, c) for c in cases)
     return with_alt(figure, "Horizontal bars: warps stalled per issued instruction by reason, for "
-                    f"{', '.join(STALL_LABELS.get(c, c) for c in cases)} at 2048^3; issue slots busy: {busy}.")
+                    f"{kernels} at 2048^3; issue slots busy: {busy}.")
 
 
 def hierarchy_figure(tile: codegen.Tile = steps.BIG_TILE):
     owners = output_owners(tile)
     figure = gemm_plots.tiling_hierarchy(owners, tile)
-    return with_alt(figure, f"Three panels. A {tile.bm} x {tile.bn} block tile of C with the {tile.bm}-row panel "
-                    f"of A and the {tile.bn}-column panel of B it reads, one {tile.bk}-deep k-tile of each in "
-                    f"shared memory; the block tile split into {tile.threads // 32} warps; warp 0's outputs by "
-                    f"lane, lane 0's {tile.tm} x {tile.tn} outputs as {tile.tm * tile.tn // 16} pieces of 4 x 4.")
+    return with_alt(figure, f"Three panels. A {tile.bm} x {tile.bn} block tile of C with the {tile.bm}-row "
+                    f"panel of A and the {tile.bn}-column panel of B it reads, one {tile.bk}-deep k-tile of "
+                    f"each in shared memory; the block tile split into {tile.threads // 32} warps; warp 0's "
+                    f"outputs by lane, lane 0's {tile.tm} x {tile.tn} outputs as {tile.tm * tile.tn // 16} "
+                    "pieces of 4 x 4.")
 
 
 BANK_LAYOUTS = {"step 8: each thread 8 adjacent columns": steps.UNROLLED_TILE,
@@ -1425,21 +1430,24 @@ BANK_LAYOUTS = {"step 8: each thread 8 adjacent columns": steps.UNROLLED_TILE,
 
 
 def bank_figure(layouts: dict = BANK_LAYOUTS, operand: str = "b"):
-    maps = {label: lds128_bank_map(shared_load_addresses(tile)[(operand, 0)]) for label, tile in layouts.items()}
+    maps = {label: lds128_bank_map(shared_load_addresses(tile)[(operand, 0)])
+            for label, tile in layouts.items()}
     figure = gemm_plots.bank_map(maps)
     totals = "; ".join(f"{label}: {int(m.groupby('phase')['words_in_bank'].max().sum())} wavefronts"
                        for label, m in maps.items())
-    return with_alt(figure, "Grids of phases by the 32 shared-memory banks for warp 0's first 16-byte load of "
-                    f"the B tile, each cell naming the lanes whose words fall in that bank, conflicts in red: {totals}.")
+    return with_alt(figure, "Grids of phases by the 32 shared-memory banks for warp 0's first 16-byte load "
+                    "of the B tile, each cell naming the lanes whose words fall in that bank, conflicts in "
+                    f"red: {totals}.")
 
 
 def pipeline_figure(tiles: int = 4):
-    timelines = {"one buffer": pipeline_timeline(tiles), "two buffers": pipeline_timeline(tiles, double_buffer=True)}
+    timelines = {"one buffer": pipeline_timeline(tiles),
+                 "two buffers": pipeline_timeline(tiles, double_buffer=True)}
     figure = gemm_plots.pipeline_timelines(timelines)
     ends = "; ".join(f"{label}: {t['end'].max():.2f}" for label, t in timelines.items())
-    return with_alt(figure, f"Two timelines of {tiles} k-tiles of one block, bars for global loads, stores to "
-                    f"shared memory and FMAs: with two buffers the next tile's loads overlap the FMAs. End times "
-                    f"in units of one k-tile's FMAs: {ends}.")
+    return with_alt(figure, f"Two timelines of {tiles} k-tiles of one block, bars for global loads, stores "
+                    "to shared memory and FMAs: with two buffers the next tile's loads overlap the FMAs. End "
+                    f"times in units of one k-tile's FMAs: {ends}.")
 
 
 def figures(result: LessonResult, roof: dict) -> dict:

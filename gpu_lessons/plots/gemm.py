@@ -57,9 +57,9 @@ def gemm_progression(
             ax.annotate(f"{value:.0f}%", xy=(value, yy), xytext=(3, 0), textcoords="offset points",
                         va="center", fontsize=STYLE["note_size"] - 1)
     ax.axvline(100, color=STYLE["ceiling_color"], linestyle="-.", linewidth=1.2)
-    ax.annotate(f"{reference_label}\n= 100%", xy=(100, 0.0), xycoords=("data", "axes fraction"), xytext=(4, 4),
-                textcoords="offset points", ha="left", va="bottom", fontsize=STYLE["note_size"],
-                color=STYLE["ceiling_color"])
+    ax.annotate(f"{reference_label}\n= 100%", xy=(100, 0.0), xycoords=("data", "axes fraction"),
+                xytext=(4, 4), textcoords="offset points", ha="left", va="bottom",
+                fontsize=STYLE["note_size"], color=STYLE["ceiling_color"])
     ax.set_yticks(base, labels)
     ax.set_xlim(0, max(125.0, np.nanmax(100 * fractions[shapes].to_numpy(dtype=float)) * 1.25))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.0f}%"))
@@ -86,7 +86,8 @@ def steps_roofline(
     fig = charts.roofline(bandwidth_gbps, peak_gflops, points=drawn, provenance=provenance, title=title)
     fig.set_figheight(STYLE["figsize"][1] + 0.8)
     ax = fig.axes[0]
-    ax.set_xlabel("arithmetic intensity counted from the block tile (FLOP/byte)", fontsize=STYLE["label_size"])
+    ax.set_xlabel("arithmetic intensity counted from the block tile (FLOP/byte)",
+                  fontsize=STYLE["label_size"])
     fig.canvas.draw()  # fix the layout, so that display coordinates hold
     to_points = 72 / fig.dpi
     columns = sorted(points["intensity"].unique())
@@ -116,11 +117,12 @@ def steps_roofline(
                         va="center", fontsize=STYLE["note_size"], bbox=LABEL_BOX,
                         arrowprops={"arrowstyle": "-", "color": "#999999", "linewidth": 0.6,
                                     "shrinkA": 0, "shrinkB": 3})
-    described = "; ".join(f"{p['label']} {p['name']} {p['gflops']:,.0f} GFLOP/s at {p['intensity']:.3g} FLOP/byte"
-                          for _, p in points.iterrows())
+    described = "; ".join(f"{p['label']} {p['name']} {p['gflops']:,.0f} GFLOP/s at "
+                          f"{p['intensity']:.3g} FLOP/byte" for _, p in points.iterrows())
     return with_alt(fig, f"Log-log roofline: bandwidth roof {bandwidth_gbps:,.0f} GB/s, FP32 roof "
                     f"{peak_gflops:,.0f} GFLOP/s, ridge at {peak_gflops / bandwidth_gbps:.1f} FLOP/byte; one "
-                    f"marker per kernel at the intensity counted from its block tile, labelled by step: {described}.")
+                    "marker per kernel at the intensity counted from its block tile, labelled by step: "
+                    f"{described}.")
 
 
 def search_heatmap(
@@ -173,7 +175,8 @@ def wavefronts(
     kernels = list(counts.get("label", counts.index))
     labels = []
     for i, kernel in enumerate(kernels):
-        parts = [str(counts["lanes"].iloc[i])] if "lanes" in counts and counts["lanes"].iloc[i] != kernel else []
+        named = "lanes" in counts and counts["lanes"].iloc[i] != kernel
+        parts = [str(counts["lanes"].iloc[i])] if named else []
         if "ffma" in counts:
             parts.append(f"{int(counts['ffma'].iloc[i])} FFMA")
         labels.append(f"{kernel}\n({', '.join(parts)})" if parts else kernel)
@@ -211,7 +214,8 @@ def tiling_hierarchy(
     fig = plt.figure(figsize=(9.0, 7.4), layout="constrained")
     plt.close(fig)
     grid = fig.add_gridspec(2, 2, height_ratios=[3.2, 1.4], width_ratios=[1.15, 1.0])
-    ax, ax_block, ax_warp = fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1]), fig.add_subplot(grid[1, :])
+    ax, ax_block = fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1])
+    ax_warp = fig.add_subplot(grid[1, :])
 
     gap = k * 0.12
     x_c, y_c = k + gap, k + gap  # C's corner; y grows downwards
@@ -262,8 +266,8 @@ def tiling_hierarchy(
         rows, cols = np.nonzero(warps == w)
         ax_block.text(cols.mean(), rows.mean(), f"warp {w}", ha="center", va="center",
                       fontsize=STYLE["note_size"] - 1, color="black")
-    ax_block.set_title(f"2. the block tile by warp ({tile.threads // 32} warps)", fontsize=STYLE["label_size"],
-                       loc="left")
+    ax_block.set_title(f"2. the block tile by warp ({tile.threads // 32} warps)",
+                       fontsize=STYLE["label_size"], loc="left")
     ax_block.set_xlabel("column of the block tile", fontsize=STYLE["tick_size"])
     ax_block.set_ylabel("row", fontsize=STYLE["tick_size"])
     ax_block.tick_params(labelsize=STYLE["tick_size"] - 1)
@@ -278,8 +282,9 @@ def tiling_hierarchy(
             if i % 4 == 0 and j % 4 == 0:
                 ax_warp.add_patch(Rectangle((j - 0.5, i - 0.5), 4, 4, fill=False, edgecolor="black",
                                             linewidth=1.6, linestyle=style))
-    ax_warp.set_title(f"3. warp 0's {bottom - top} x {right - left} outputs, colour = lane: lane 0's {tile.tm} x "
-                      f"{tile.tn} outlined (lane 1's dashed)", fontsize=STYLE["label_size"], loc="left")
+    ax_warp.set_title(f"3. warp 0's {bottom - top} x {right - left} outputs, colour = lane: lane 0's "
+                      f"{tile.tm} x {tile.tn} outlined (lane 1's dashed)",
+                      fontsize=STYLE["label_size"], loc="left")
     ax_warp.set_yticks(range(top, bottom, 4))
     ax_warp.set_xticks(range(left, right + 1, 32))
     ax_warp.set_xlabel("column of the block tile", fontsize=STYLE["tick_size"])
@@ -314,9 +319,11 @@ def bank_map(
                 color = "white" if not lanes else ("#f4a582" if count > 1 else "#d1e5f0")
                 ax.add_patch(Rectangle((bank - 0.5, phase - 0.5), 1, 1, facecolor=color, edgecolor="white"))
                 if lanes:
-                    ax.text(bank, phase, ",".join(str(v) for v in lanes), ha="center", va="center", fontsize=6.2)
+                    ax.text(bank, phase, ",".join(str(v) for v in lanes), ha="center", va="center",
+                            fontsize=6.2)
             ax.text(31.9, phase, f"lanes {lanes_of.loc[phase, 'min']}-{lanes_of.loc[phase, 'max']}: "
-                    f"{int(per_phase[phase])} wavefront(s)", ha="left", va="center", fontsize=STYLE["note_size"] - 1)
+                    f"{int(per_phase[phase])} wavefront(s)", ha="left", va="center",
+                    fontsize=STYLE["note_size"] - 1)
         ax.set_title(f"{label}: {total} wavefronts", fontsize=STYLE["label_size"], loc="left")
         ax.set_xticks(range(0, 32, 4))
         ax.set_yticks(range(phases), [f"phase {p}" for p in range(phases)], fontsize=STYLE["tick_size"] - 1)
@@ -344,13 +351,13 @@ def pipeline_timelines(
             ax.barh(y, row["end"] - row["start"], left=row["start"], height=0.6,
                     color=PALETTE[int(row["tile"]) % len(PALETTE)], edgecolor="white")
             if row["end"] - row["start"] > 0.3:
-                ax.text((row["start"] + row["end"]) / 2, y, f"tile {int(row['tile'])}", ha="center", va="center",
-                        fontsize=STYLE["note_size"] - 1, color="white")
+                ax.text((row["start"] + row["end"]) / 2, y, f"tile {int(row['tile'])}", ha="center",
+                        va="center", fontsize=STYLE["note_size"] - 1, color="white")
         end = table["end"].max()
         ax.set_yticks(range(len(works)), works, fontsize=STYLE["tick_size"])
         ax.set_ylim(len(works) - 0.4, -0.6)
-        ax.set_title(f"{label}: {int(table['tile'].max()) + 1} k-tiles in {end:.2f}", fontsize=STYLE["label_size"],
-                     loc="left")
+        ax.set_title(f"{label}: {int(table['tile'].max()) + 1} k-tiles in {end:.2f}",
+                     fontsize=STYLE["label_size"], loc="left")
         ax.grid(True, axis="x", color=STYLE["grid_color"], linewidth=0.7)
         ax.set_axisbelow(True)
         for side in ("top", "right"):
@@ -383,8 +390,8 @@ def stall_reasons(
         ax.barh(y, values, height=height * 0.92, color=PALETTE[i % len(PALETTE)],
                 label=f"{labels.get(case, case)}: issue slots {busy[case]:.0f}% busy")
         for yy, value in zip(y, values, strict=True):
-            ax.annotate(f"{value:.2f}", xy=(value, yy), xytext=(3, 0), textcoords="offset points", va="center",
-                        fontsize=STYLE["note_size"] - 1.5)
+            ax.annotate(f"{value:.2f}", xy=(value, yy), xytext=(3, 0), textcoords="offset points",
+                        va="center", fontsize=STYLE["note_size"] - 1.5)
     ax.set_yticks(base, list(reasons.index), fontsize=STYLE["tick_size"])
     ax.set_xlim(0, float(np.nanmax(reasons.to_numpy(dtype=float))) * 1.25)
     ax.tick_params(axis="y", length=0)
