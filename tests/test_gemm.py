@@ -622,3 +622,19 @@ def test_a_result_without_evidence_fails_loudly():
         lesson.waves(empty, names=["register_cap"])
     with pytest.raises(RecordingError, match="facts.errors is missing"):
         lesson.errors_table(empty)
+
+
+def test_generated_source_folds_constant_terms():
+    """No ``U(0) + ...`` or ``U(a) + U(b)`` in what the generator writes: constants are summed."""
+    for step in steps.STEPS[6:]:
+        source = codegen.kernel_source(step.tile)
+        assert not re.search(r"U\(0\) [+*]|[+*] U\(0\)", source), step.name
+        assert not re.search(r"(?<!\* )U\(\d+\) \+ U\(\d+\)(?! \*)", source), step.name  # two constants
+    assert codegen._sum("cur * U(64)", 0, 2 * 132, "r0") == "cur * U(64) + U(264) + r0"
+    assert codegen._sum(0, 0) == "U(0)"
+
+
+def test_timing_spread_marks_the_noisy_shapes(recording):
+    spread = lesson.timing_spread(recording.table)
+    assert spread[("median_over_min", "cuBLAS")].max() < 1.05
+    assert lesson.noisy_shapes(recording.table) == ["128^3", "1024^3"]

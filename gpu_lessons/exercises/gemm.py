@@ -40,7 +40,64 @@ def _random_operands(m, k, n):
     return rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((k, n), dtype=np.float32)
 
 
-def _verdict(name, c, a, b):
+def _close(c, alternative, a, b) -> bool:
+    """Whether C equals another product within the FP32 bound of A @ B (written outputs only)."""
+    written = ~np.isnan(c)
+    bound = lesson.fp32_error_bound(a, b) + 1e-6
+    return bool(np.all(np.abs(c - alternative)[written] <= 4 * bound[written]))
+
+
+def _blockwise_transposed(reference, size: int) -> np.ndarray:
+    """The reference with each size x size block of C transposed in place (padded with zeros: rows and
+    columns past the edge of a block hold what a zero-padded tile would give)."""
+    m, n = reference.shape
+    side_m, side_n = -(-m // size) * size, -(-n // size) * size
+    padded = np.zeros((side_m, side_n))
+    padded[:m, :n] = reference
+    blocks = padded.reshape(side_m // size, size, side_n // size, size)
+    return blocks.transpose(0, 3, 2, 1).reshape(side_m, side_n)[:m, :n]
+
+
+def _k_description(missing: list[int], depth: int, tile: int | None) -> str:
+    ks = ", ".join(str(k) for k in missing)
+    if tile and all(k % tile == tile - 1 for k in missing):
+        return f"k = {ks} (k mod {tile} = {tile - 1}: a tile's last k)"
+    if tile and all(k % tile == 0 for k in missing):
+        return f"k = {ks} (k mod {tile} = 0: a tile's first k)"
+    if missing == [depth - 1]:
+        return f"k = {ks}: the last k-step"
+    if missing == [0]:
+        return f"k = {ks}: the first k-step"
+    return f"k = {ks}"
+
+
+def _pattern(c, a, b, tile: int, k_tile: int | None) -> str:
+    """What is wrong with C, as a fact about C (true whatever code produced it)."""
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    depth = a.shape[1]
+    candidates = [[k] for k in range(depth)]
+    if k_tile:
+        candidates += [list(range(r, depth, k_tile)) for r in range(k_tile)]
+    for missing in filter(None, candidates):
+        kept = np.ones(depth, bool)
+        kept[missing] = False
+        if _close(c, a64[:, kept] @ b64[kept], a, b):
+            return (f"C equals A @ B without the products of {_k_description(missing, depth, k_tile)}: "
+                    "check the range of your loop over k")
+    reference = a64 @ b64
+    if _close(c, _blockwise_transposed(reference, tile), a, b):
+        where = "each thread's 2 x 2 outputs" if tile == 2 else f"each {tile} x {tile} tile"
+        return (f"C is transposed within {where}: C[i, j] holds the value that belongs at C[j, i] of the "
+                "block; rows and columns (ty/tx, or 0/1 of the accumulators) are swapped somewhere")
+    wrong = np.abs(c - reference) > lesson.fp32_error_bound(a, b)
+    rows, cols = np.flatnonzero(wrong.any(axis=1)), np.flatnonzero(wrong.any(axis=0))
+    if wrong.all():
+        return "every output is wrong: work one output by hand, the sum over k of A[row, k] * B[k, col]"
+    return (f"{int(wrong.sum())} of {c.size} outputs are wrong, in rows {rows.min()}-{rows.max()} and "
+            f"columns {cols.min()}-{cols.max()} ({len(rows)} rows, {len(cols)} columns)")
+
+
+def _verdict(name, c, a, b, tile: int = 16, k_tile: int | None = None):
     """None when C is right, else the 'not yet' Result saying what is wrong."""
     if np.isnan(c).any():
         return report(name, False, f"{int(np.isnan(c).sum())} of {c.size} outputs never written")
@@ -49,7 +106,7 @@ def _verdict(name, c, a, b):
         reference = a.astype(np.float64) @ b
         worst = np.unravel_index(int(np.argmax(np.abs(c - reference))), c.shape)
         return report(name, False, f"C[{worst[0]}, {worst[1]}] = {c[worst]:.5f}, expected "
-                      f"{reference[worst]:.5f}")
+                      f"{reference[worst]:.5f}. {_pattern(c, a, b, tile, k_tile)}")
     return None
 
 
@@ -72,7 +129,7 @@ def check_tiled_kernel(kernel) -> object:
         c = np.full((m, n), np.nan, np.float32)
         grid = tiled.gemm_tiled_grid(m, n)
         kernel[grid, tiled.BLOCK](a, b, c)
-        wrong = _verdict(name, c, a, b)
+        wrong = _verdict(name, c, a, b, tiled.TILE, tiled.TILE)
         if wrong is not None:
             return wrong
         tiles = -(-k // tiled.TILE)
@@ -118,7 +175,7 @@ def check_micro_tile_kernel(kernel) -> object:
         a, b = _random_operands(m, k, n)
         c = np.full((m, n), np.nan, np.float32)
         kernel[micro_grid(m, n), MICRO_BLOCK](a, b, c)
-        wrong = _verdict(name, c, a, b)
+        wrong = _verdict(name, c, a, b, 2)
         if wrong is not None:
             return wrong
         c = np.full((m, n), np.nan, np.float32)
@@ -177,24 +234,40 @@ def recorded_sectors(result=None) -> dict:
     return out
 
 
+# A shape the tiles do not divide (the lesson's awkward shape, step 11's tile): no profile there, so the
+# model's own count is the reference: 32 x 33 blocks, the partial ones at the edges included.
+UNEVEN_CASE = ((4095, 4097, 1023), (128, 128))
+
+
 def check_global_sectors(predict) -> object:
     """``predict(m, n, k, bm, bn)``: 32-byte sectors of global loads of a GEMM with bm x bn block
-    tiles (each block reads its panels of A and B once), against the H200's Nsight Compute counts."""
+    tiles (each block reads its panels of A and B once), against the H200's Nsight Compute counts,
+    and on a shape the tiles do not divide against the model's own count."""
     name = "exercise 3 (global sectors of a block-tiled GEMM)"
+
+    def wrong(got, expected) -> bool:
+        return got is None or not np.isfinite(float(got)) or abs(float(got) / expected - 1) > SECTOR_TOLERANCE
 
     def attempt():
         lines = []
         for case, ((m, n, k), (bm, bn), measured) in recorded_sectors().items():
             got = predict(m, n, k, bm, bn)
-            wrong = got is None or not np.isfinite(float(got))
-            if wrong or abs(float(got) / measured - 1) > SECTOR_TOLERANCE:
+            if wrong(got, measured):
                 return report(name, False, f"{case} ({bm}x{bn} tiles, {m}x{n}x{k}): you said {got}, "
                               f"Nsight Compute counted {measured:,.0f} sectors. Count the blocks (a grid "
                               "of ceil(N/BN) x ceil(M/BM)); each reads a BM x K panel of A and a K x BN "
                               "panel of B, 4 bytes a float, 32 bytes a sector")
             lines.append(f"{case} {measured / 1e6:.1f} M")
+        (m, n, k), (bm, bn) = UNEVEN_CASE
+        got, expected = predict(m, n, k, bm, bn), solution_global_sectors(m, n, k, bm, bn)
+        if wrong(got, expected):
+            return report(name, False, f"right for the five profiled kernels (every tile divides 2048), but "
+                          f"at {m}x{n}x{k} with {bm}x{bn} tiles you said {got}: {m}/{bm} and {n}/{bn} are "
+                          "not whole numbers. The partial blocks at the edges are launched too; the model "
+                          "counts each as a whole block reading whole panels")
         return report(name, True, "within 0.5% of Nsight Compute for every kernel (" + ", ".join(lines) +
-                      "): the block tile, not the micro-tile or the load width, sets the global traffic")
+                      "), and right where the tiles do not divide the matrix: the block tile, not the "
+                      "micro-tile or the load width, sets the global traffic")
 
     return guarded(name, attempt)
 
@@ -275,13 +348,12 @@ def check_warp_tile_wavefronts(prediction) -> object:
         if prediction is None:
             return report(name, False, "not answered yet: set prediction to a number")
         traced = lesson.traced_shared_wavefronts(PAIRED_8X8_WARP)["tracer"]
-        loads = (PAIRED_8X8_WARP.tm + PAIRED_8X8_WARP.tn) // 4
         if float(prediction) != traced:
             side = "many" if float(prediction) > traced else "few"
             return report(name, False, f"you said {prediction}: too {side} for what the traffic counter "
-                          f"sees. Per k-step the warp issues {loads} 16-byte loads (2 of A, 2 of B); one "
-                          "takes a wavefront for every 8 lanes (quarter-warps), or for every 16 when lanes "
-                          "l and l^1 (or l and l^2) read the same 16 bytes: check that for A and for B")
+                          "sees. Count the 16-byte shared loads a warp issues per k-step for an 8 x 8 "
+                          "micro-tile, then, for A and for B separately, how many lanes one wavefront "
+                          "serves in this layout (section 9's rule: which lanes read the same 16 bytes?)")
         return report(name, True, f"{traced:g} wavefronts per warp per k-step: with lanes in pairs both "
                       "operands are read by half-warps, 2 wavefronts a load (step 11's 2 x 16 lanes need 12)")
 

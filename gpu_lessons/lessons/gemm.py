@@ -206,7 +206,7 @@ def source_excerpt(source: str, fmas: int = 8) -> str:
             kept, first_step_done = end, True
         if len(run) > kept:
             out.append(f"{indent}# ... {len(run) - kept} more lines: the next k-steps, written out the "
-                       "same way (the shared-tile offsets + U(kk) * row length)")
+                       "same way (each k-step's shared offsets one row further on)")
         run.clear()
 
     for line in source.splitlines():
@@ -920,7 +920,8 @@ def roofline_points(table: pd.DataFrame, shape: str = "2048^3") -> pd.DataFrame:
         if not row.empty:
             points.append({"label": label, "name": name, "intensity": cta_intensity(*cta),
                            "gflops": float(row["gflops"].iloc[0]),
-                           "kind": "cuBLAS, block tile 256x128" if name == CUBLAS else cta_label(cta)})
+                           "kind": "cuBLAS, block tile 256x128" if name == CUBLAS else
+                           f"S: the search's {cta[0]}x{cta[1]} tile, 16 deep"})
     return pd.DataFrame(points, columns=["label", "name", "intensity", "gflops", "kind"])
 
 
@@ -1371,8 +1372,11 @@ def progression_figure(result: LessonResult, shapes=("2048^3", "4096^3")):
     figure = gemm_plots.gemm_progression(fractions, shapes=list(shapes), provenance=result.provenance,
                                          labels=progression_labels(fractions.index))
     shown = [s for s in shapes if s in fractions.columns]
-    ends = "; ".join(f"{label}: " + ", ".join(f"{fractions.loc[v, s]:.0%} at {s}" for s in shown
-                                             if pd.notna(fractions.loc[v, s]))
+    def at(v, s):
+        value = fractions.loc[v, s]
+        return f"{value:.0%} at {s}" if pd.notna(value) else f"not timed at {s}"
+
+    ends = "; ".join(f"{label}: " + ", ".join(at(v, s) for s in shown)
                      for v, label in zip(fractions.index, progression_labels(fractions.index), strict=True))
     return with_alt(figure, f"Horizontal bars in teaching order, each kernel's GFLOP/s as a share of cuBLAS "
                     f"SGEMM measured in the same run: {ends}.")
@@ -1384,14 +1388,48 @@ def roofline_figure(result: LessonResult, roof: dict, shape: str = "2048^3"):
                                      roofline_points(result.table, shape), provenance=result.provenance)
 
 
-def search_figure(result: LessonResult):
-    fractions = autotune_table(result.table, "of_cublas")
-    figure = gemm_plots.search_heatmap(fractions, provenance=result.provenance)
+NOISY_SPREAD = 1.2  # a shape whose generated kernels' median run exceeds their fastest by more is noisy
+
+
+def timing_spread(table: pd.DataFrame) -> pd.DataFrame:
+    """Per shape, the run-to-run spread of cuBLAS, of the hand-written steps 1-6 and of the generated
+    kernels (steps 7 on and the search's tiles): the largest median/min and max/min over the group's
+    variants. The generated kernels at the small shapes (0.1-0.3 ms a run) spread far more than cuBLAS."""
+    t = with_shapes(table)
+    hand = [s.name for s in steps.STEPS[:6]]
+    group = np.where(t["variant"] == CUBLAS, "cuBLAS", np.where(t["variant"].isin(hand), "steps 1-6",
+                                                                "generated (steps 7-12, search)"))
+    t = t.assign(group=group, median_over_min=t["median_ms"] / t["min_ms"],
+                 max_over_min=t["max_ms"] / t["min_ms"])
+    out = t.groupby(["shape", "group"])[["median_over_min", "max_over_min"]].max().unstack("group")
+    return out.reindex([s for s in SHAPES if s in out.index])
+
+
+def noisy_shapes(table: pd.DataFrame) -> list[str]:
+    """Shapes where a generated kernel's median run is over ``NOISY_SPREAD`` times its fastest."""
+    spread = timing_spread(table)[("median_over_min", "generated (steps 7-12, search)")]
+    return [shape for shape, value in spread.items() if value > NOISY_SPREAD]
+
+
+def search_figure(result: LessonResult, drop=("128^3",)):
+    """The search as a heatmap; ``drop``: shapes left out (128^3: every kernel there takes less than a
+    launch, and runs spread several times over). Columns of noisy shapes are starred."""
+    fractions = autotune_table(result.table, "of_cublas").drop(columns=list(drop), errors="ignore")
+    noisy = noisy_shapes(result.table)
+    spread = timing_spread(result.table)[("median_over_min", "generated (steps 7-12, search)")]
+    labels = [f"{s} *" if s in noisy else s for s in fractions.columns]
+    starred = [s for s in fractions.columns if s in noisy]
+    note = "; ".join(f"{s}: medians up to {spread[s]:.2f}x the fastest run" for s in starred)
+    xlabel = "matrix shape (M x N x K)" + (f"\n* timings noisy ({note})" if starred else "")
+    figure = gemm_plots.search_heatmap(fractions, provenance=result.provenance, column_labels=labels,
+                                       xlabel=xlabel)
     best = "; ".join(f"{shape}: {fractions[shape].idxmax()} ({fractions[shape].max():.0%})"
                      for shape in fractions.columns if fractions[shape].notna().any())
+    blank = int(fractions.isna().sum().sum())
     return with_alt(figure, f"Heatmap of the tile search: {len(fractions)} tiles as rows, "
                     f"{len(fractions.columns)} matrix shapes as columns, each cell the tile's share of "
-                    f"cuBLAS at that shape; the best tile per shape is framed: {best}.")
+                    f"cuBLAS at that shape ({blank} cells not timed); the best tile per shape is framed: "
+                    f"{best}. Noisy shapes (starred): {note or 'none'}.")
 
 
 def wavefront_figure(result: LessonResult | None = None):

@@ -56,6 +56,10 @@ def gemm_progression(
         for yy, value in zip(y[shown], values[shown], strict=True):
             ax.annotate(f"{value:.0f}%", xy=(value, yy), xytext=(3, 0), textcoords="offset points",
                         va="center", fontsize=STYLE["note_size"] - 1)
+        for yy in y[~shown]:  # say so, rather than leave a gap that reads as zero
+            ax.annotate(f"not timed at {shape.replace('^3', '³')}", xy=(0, yy), xytext=(3, 0),
+                        textcoords="offset points", va="center", fontsize=STYLE["note_size"] - 1,
+                        color="#777777", fontstyle="italic")
     ax.axvline(100, color=STYLE["ceiling_color"], linestyle="-.", linewidth=1.2)
     ax.annotate(f"{reference_label}\n= 100%", xy=(100, 0.0), xycoords=("data", "axes fraction"),
                 xytext=(4, 4), textcoords="offset points", ha="left", va="bottom",
@@ -130,9 +134,12 @@ def search_heatmap(
     provenance: str | None = None,
     ax: Axes | None = None,
     title: str = "The tile search: each tile's share of cuBLAS, shape by shape",
+    column_labels: list[str] | None = None,
+    xlabel: str = "matrix shape (M x N x K)",
 ) -> Figure:
     """Tiles (rows) by shapes (columns), each cell the tile's fraction of cuBLAS at that shape
-    (``lessons.gemm.autotune_table(table, "of_cublas")``); a tile not timed at a shape is left blank.
+    (``lessons.gemm.autotune_table(table, "of_cublas")``); a tile not timed at a shape is marked "not timed".
+    ``column_labels`` replace the shapes' names under the columns.
     The best tile of each shape is framed."""
     if fractions.empty:
         raise ValueError("no search rows to draw")
@@ -145,17 +152,20 @@ def search_heatmap(
         if np.isfinite(value):
             ax.text(j, i, f"{value:.0f}%", ha="center", va="center", fontsize=STYLE["note_size"],
                     color="white" if value < 60 else "black")
+        else:
+            ax.text(j, i, "not timed", ha="center", va="center", fontsize=STYLE["note_size"] - 1,
+                    color="#777777", fontstyle="italic")
     for j in range(values.shape[1]):
         column = values[:, j]
         if np.isfinite(column).any():
             best = int(np.nanargmax(column))
             ax.add_patch(Rectangle((j - 0.5, best - 0.5), 1, 1, fill=False, edgecolor="#D55E00",
                                    linewidth=2.0))
-    ax.set_xticks(range(values.shape[1]), list(fractions.columns), rotation=30, ha="right")
+    ax.set_xticks(range(values.shape[1]), column_labels or list(fractions.columns), rotation=30, ha="right")
     ax.set_yticks(range(values.shape[0]), list(fractions.index))
     colorbar = fig.colorbar(image, ax=ax, shrink=0.8)
     colorbar.set_label("% of cuBLAS SGEMM, same run", fontsize=STYLE["label_size"])
-    fig = finish(fig, ax, title, "matrix shape (M x N x K)", "", provenance)
+    fig = finish(fig, ax, title, xlabel, "", provenance)
     ax.grid(False)
     return fig
 
