@@ -11,11 +11,15 @@ import gpu_lessons  # noqa: F401 - chooses the mode before numba.cuda
 from numba import cuda
 
 from gpu_lessons.exercises import gemm as ex
+from gpu_lessons.vector import load4_shared
 
 NOTEBOOK = "06_gemm_tiling.ipynb"
 SOLUTIONS = [
     (ex.check_tiled_kernel, ex.solution_tiled_kernel),
     (ex.check_micro_tile_kernel, ex.solution_micro_tile_kernel),
+    (ex.check_global_sectors, ex.solution_global_sectors),
+    (ex.check_conflict_free_pieces, ex.solution_conflict_free_pieces),
+    (ex.check_warp_tile_wavefronts, ex.solution_warp_tile_wavefronts),
 ]
 
 TILE = 16
@@ -119,15 +123,228 @@ def no_edge_guard(a, b, c):
         c[row, col], c[row, col + 1], c[row + 1, col], c[row + 1, col + 1] = acc00, acc01, acc10, acc11
 
 
+def ideal_sectors(m, n, k, bm, bn):
+    """Every input read once: the notes' ideal traffic, not what block tiles load."""
+    return (m * k + k * n) * 4 / 32
+
+
+def bytes_not_sectors(m, n, k, bm, bn):
+    """Right count of bytes, but not divided into 32-byte sectors."""
+    return -(-m // bm) * -(-n // bn) * (bm + bn) * k * 4
+
+
+def sectors_with_c(m, n, k, bm, bn):
+    """The loads, plus C's stores counted as loads."""
+    return -(-m // bm) * -(-n // bn) * (bm + bn) * k * 4 / 32 + m * n * 4 / 32
+
+
+def product_not_sum(m, n, k, bm, bn):
+    """Each block reads bm x bn floats per k (its outputs), not bm + bn."""
+    return -(-m // bm) * -(-n // bn) * bm * bn * k * 4 / 32
+
+
+@cuda.jit
+def contiguous_pieces(out):
+    """Step 8's layout: lane l reads columns 8l..8l+7; lanes l and l+4 share banks (2-way conflicts)."""
+    row = cuda.shared.array(256, numba.float32)
+    lane = cuda.threadIdx.x
+    for i in range(lane, 256, 32):
+        row[i] = i
+    cuda.syncthreads()
+    c0, c1 = 8 * lane, 8 * lane + 4
+    x0, x1, x2, x3 = load4_shared(row, c0 // 4)
+    y0, y1, y2, y3 = load4_shared(row, c1 // 4)
+    out[lane, 0], out[lane, 1], out[lane, 2], out[lane, 3] = x0, x1, x2, x3
+    out[lane, 4], out[lane, 5], out[lane, 6], out[lane, 7] = y0, y1, y2, y3
+
+
+@cuda.jit
+def overlapping_pieces(out):
+    """Conflict-free loads, but the second piece is the neighbour's first: columns read twice."""
+    row = cuda.shared.array(256, numba.float32)
+    lane = cuda.threadIdx.x
+    for i in range(lane, 256, 32):
+        row[i] = i
+    cuda.syncthreads()
+    c0, c1 = 4 * lane, 4 * lane + 4
+    x0, x1, x2, x3 = load4_shared(row, c0 // 4)
+    y0, y1, y2, y3 = load4_shared(row, c1 // 4)
+    out[lane, 0], out[lane, 1], out[lane, 2], out[lane, 3] = x0, x1, x2, x3
+    out[lane, 4], out[lane, 5], out[lane, 6], out[lane, 7] = y0, y1, y2, y3
+
+
+@cuda.jit
+def half_row_pieces(out):
+    """Conflict-free loads 64 floats apart (step 9's offset for a 128-wide tile): 192-255 never read."""
+    row = cuda.shared.array(256, numba.float32)
+    lane = cuda.threadIdx.x
+    for i in range(lane, 256, 32):
+        row[i] = i
+    cuda.syncthreads()
+    c0, c1 = 4 * lane, 4 * lane + 64
+    x0, x1, x2, x3 = load4_shared(row, c0 // 4)
+    y0, y1, y2, y3 = load4_shared(row, c1 // 4)
+    out[lane, 0], out[lane, 1], out[lane, 2], out[lane, 3] = x0, x1, x2, x3
+    out[lane, 4], out[lane, 5], out[lane, 6], out[lane, 7] = y0, y1, y2, y3
+
+
+def _tiled_with_loop(loop):
+    """Exercise 1's kernel with ``loop(a_tile, b_tile, tx, ty)`` as the missing inner loop."""
+
+    @cuda.jit
+    def kernel(a, b, c):
+        a_tile = cuda.shared.array((16, 16), numba.float32)
+        b_tile = cuda.shared.array((16, 16), numba.float32)
+        tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+        row, col = cuda.blockIdx.y * TILE + ty, cuda.blockIdx.x * TILE + tx
+        m, depth = a.shape
+        n = b.shape[1]
+        acc = numba.float32(0.0)
+        for start in range(0, depth, TILE):
+            a_tile[ty, tx] = a[row, start + tx] if row < m and start + tx < depth else 0.0
+            b_tile[ty, tx] = b[start + ty, col] if start + ty < depth and col < n else 0.0
+            cuda.syncthreads()
+            acc += loop(a_tile, b_tile, tx, ty)
+            cuda.syncthreads()
+        if row < m and col < n:
+            c[row, col] = acc
+
+    return kernel
+
+
+@cuda.jit(device=True)
+def _one_short(a_tile, b_tile, tx, ty):
+    total = numba.float32(0.0)
+    for k in range(TILE - 1):
+        total += a_tile[ty, k] * b_tile[k, tx]
+    return total
+
+
+@cuda.jit(device=True)
+def _from_one(a_tile, b_tile, tx, ty):
+    total = numba.float32(0.0)
+    for k in range(1, TILE):
+        total += a_tile[ty, k] * b_tile[k, tx]
+    return total
+
+
+@cuda.jit(device=True)
+def _transposed(a_tile, b_tile, tx, ty):
+    total = numba.float32(0.0)
+    for k in range(TILE):
+        total += a_tile[tx, k] * b_tile[k, ty]
+    return total
+
+
+tile_loop_one_short = _tiled_with_loop(_one_short)  # range(TILE - 1): each tile's last k missing
+tile_loop_from_one = _tiled_with_loop(_from_one)  # range(1, TILE): each tile's first k missing
+tile_indices_transposed = _tiled_with_loop(_transposed)  # tx and ty swapped: C transposed per tile
+
+
+@cuda.jit
+def micro_loop_one_short(a, b, c):
+    """range(depth - 1): the last k-step missing."""
+    m, depth = a.shape
+    n = b.shape[1]
+    row = 2 * (cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y)
+    col = 2 * (cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x)
+    if row >= m or col >= n:
+        return
+    has_row1, has_col1 = row + 1 < m, col + 1 < n
+    acc00 = acc01 = acc10 = acc11 = np.float32(0)
+    for k in range(depth - 1):
+        a0 = a[row, k]
+        a1 = a[row + 1, k] if has_row1 else np.float32(0)
+        b0 = b[k, col]
+        b1 = b[k, col + 1] if has_col1 else np.float32(0)
+        acc00 = cuda.fma(a0, b0, acc00)
+        acc01 = cuda.fma(a0, b1, acc01)
+        acc10 = cuda.fma(a1, b0, acc10)
+        acc11 = cuda.fma(a1, b1, acc11)
+    c[row, col] = acc00
+    if has_col1:
+        c[row, col + 1] = acc01
+    if has_row1:
+        c[row + 1, col] = acc10
+        if has_col1:
+            c[row + 1, col + 1] = acc11
+
+
+@cuda.jit
+def micro_acc01_acc10_swapped(a, b, c):
+    """acc01 stored where acc10 belongs and back: C transposed within each 2 x 2."""
+    m, depth = a.shape
+    n = b.shape[1]
+    row = 2 * (cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y)
+    col = 2 * (cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x)
+    if row >= m or col >= n:
+        return
+    has_row1, has_col1 = row + 1 < m, col + 1 < n
+    acc00 = acc01 = acc10 = acc11 = np.float32(0)
+    for k in range(depth):
+        a0 = a[row, k]
+        a1 = a[row + 1, k] if has_row1 else np.float32(0)
+        b0 = b[k, col]
+        b1 = b[k, col + 1] if has_col1 else np.float32(0)
+        acc00 = cuda.fma(a0, b0, acc00)
+        acc01 = cuda.fma(a0, b1, acc01)
+        acc10 = cuda.fma(a1, b0, acc10)
+        acc11 = cuda.fma(a1, b1, acc11)
+    c[row, col] = acc00
+    if has_col1:
+        c[row, col + 1] = acc10
+    if has_row1:
+        c[row + 1, col] = acc01
+        if has_col1:
+            c[row + 1, col + 1] = acc11
+
+
+def floor_blocks(m, n, k, bm, bn):
+    """Blocks counted with floor division: right only where the tiles divide the matrix."""
+    return (m // bm) * (n // bn) * (bm + bn) * k * 4 / 32
+
+
+def fractional_blocks(m, n, k, bm, bn):
+    """M/BM x N/BN blocks as fractions: the partial edge blocks counted in part."""
+    return m * n * k * (bm + bn) / (bm * bn) * 4 / 32
+
+
+def test_hints_name_the_pattern(capsys):
+    """The failure hints say which outputs are wrong and how, for the classic slips."""
+    hints = {tile_loop_one_short: "k mod 16 = 15", tile_loop_from_one: "k mod 16 = 0",
+             tile_indices_transposed: "transposed within each 16 x 16 tile"}
+    for kernel, words in hints.items():
+        assert words in ex.check_tiled_kernel(kernel).message
+    assert "the last k-step" in ex.check_micro_tile_kernel(micro_loop_one_short).message
+    assert "2 x 2 outputs" in ex.check_micro_tile_kernel(micro_acc01_acc10_swapped).message
+    assert "partial" in ex.check_global_sectors(floor_blocks).message
+
+
 WRONG_ANSWERS = [
     (ex.check_tiled_kernel, tiles_swapped),
     (ex.check_tiled_kernel, last_product_only),
     (ex.check_tiled_kernel, global_memory_instead),
+    (ex.check_tiled_kernel, tile_loop_one_short),
+    (ex.check_tiled_kernel, tile_loop_from_one),
+    (ex.check_tiled_kernel, tile_indices_transposed),
     (ex.check_micro_tile_kernel, four_dot_products),
     (ex.check_micro_tile_kernel, no_edge_guard),
+    (ex.check_micro_tile_kernel, micro_loop_one_short),
+    (ex.check_micro_tile_kernel, micro_acc01_acc10_swapped),
+    (ex.check_global_sectors, ideal_sectors),
+    (ex.check_global_sectors, bytes_not_sectors),
+    (ex.check_global_sectors, sectors_with_c),
+    (ex.check_global_sectors, product_not_sum),
+    (ex.check_global_sectors, floor_blocks),
+    (ex.check_global_sectors, fractional_blocks),
+    (ex.check_conflict_free_pieces, contiguous_pieces),
+    (ex.check_conflict_free_pieces, overlapping_pieces),
+    (ex.check_conflict_free_pieces, half_row_pieces),
+    (ex.check_warp_tile_wavefronts, 12),  # step 11's count: the pairs forgotten
+    (ex.check_warp_tile_wavefronts, 16),  # four wavefronts for every 16-byte load
+    (ex.check_warp_tile_wavefronts, 4),  # one wavefront a load
 ]
 
 (test_notebook_has_one_cell_per_exercise, test_skeleton_fails, test_solution_passes,
  test_every_check_has_two_plausible_wrong_answers, test_wrong_answer_fails) = exercise_tests(
     NOTEBOOK, SOLUTIONS, WRONG_ANSWERS)
-

@@ -293,6 +293,61 @@ def test_lane_layouts_only_pairs_cut_the_wavefronts():
     assert layouts.loc["4x8 paired", "warp tile"] == "32x128"
 
 
+def test_owners_cover_the_block_tile_once_as_the_generator_writes():
+    for tile in (steps.UNROLLED_TILE, steps.BIG_TILE, steps.WARP_TILE_8X16):
+        owners = lesson.output_owners(tile)
+        counts = np.bincount(owners["thread"].ravel(), minlength=tile.threads)
+        assert (counts == tile.tm * tile.tn).all()  # every output once, each thread its micro-tile
+    big = lesson.output_owners(steps.BIG_TILE)
+    rows, cols = np.nonzero(big["thread"] == 0)
+    assert sorted(set(rows)) == [0, 1, 2, 3, 8, 9, 10, 11]  # r0 = lm * 4, r1 = 8 + lm * 4
+    assert sorted(set(cols // 4 * 4)) == [0, 64, 128, 192]  # c_h = 64 h + ln * 4
+    assert set(big["warp"][16:32].ravel()) == {1}  # warps stacked along M, 16 rows each
+
+
+def test_bank_map_agrees_with_the_pair_rule():
+    for tile in (steps.UNROLLED_TILE, steps.CONFLICT_FREE_TILE, steps.BIG_TILE, steps.WARP_TILE_8X16):
+        for key, addresses in lesson.shared_load_addresses(tile).items():
+            words = lesson.lds128_bank_map(addresses)
+            per_phase = words.groupby("phase")["words_in_bank"].max()
+            assert (int(per_phase.sum()), len(per_phase)) == lesson.lds128_wavefronts(addresses), (tile, key)
+    step8 = lesson.lds128_bank_map(lesson.shared_load_addresses(steps.UNROLLED_TILE)[("b", 0)])
+    assert set(step8.loc[step8["phase"] == 0, "words_in_bank"]) == {2}  # lanes 0 and 4 share bank 0
+
+
+def test_pipeline_timeline_overlaps_loads_with_fmas_only_with_two_buffers():
+    one, two = lesson.pipeline_timeline(4), lesson.pipeline_timeline(4, double_buffer=True)
+    assert one["end"].max() == pytest.approx(4 * (0.8 + 0.15 + 1.0))
+    assert two["end"].max() == pytest.approx(0.95 + 4 * 1.0 + 3 * 0.15)
+    loads, fmas = (two[two["work"] == w].set_index("tile") for w in ("global loads", "FMAs"))
+    assert (loads.loc[1:, "start"].to_numpy() == fmas.loc[:2, "start"].to_numpy()).all()  # issued together
+
+
+def test_source_diff_shows_what_one_switch_changes():
+    diff = lesson.source_diff(steps.VECTOR_TILE, steps.UNROLLED_TILE)
+    assert "-        for kk in range(U(8)):" in diff and "more lines: the next k-steps" in diff
+    assert len(diff.splitlines()) < 25
+    folded = lesson.source_diff(steps.CONFLICT_FREE_TILE, steps.DOUBLE_BUFFER_TILE)
+    assert "# ... 2 more like it" in folded and "cur, nxt = tile % U(2)" in folded
+    assert lesson.source_diff(steps.DOUBLE_BUFFER_TILE, steps.REGISTER_CAP_TILE) == "\n"  # a compiler option
+    switches = lesson.tile_switches()
+    assert list(switches["changed"]) == ["(first)", "unroll", "lanes_m, pad", "double_buffer",
+                                         "max_registers", "max_registers, bn, tn", "pad, bk",
+                                         "lanes_m, interleave"]
+
+
+def test_stalls_and_the_shared_load_schedule_from_the_recording(recording):
+    stalls = lesson.stall_table(recording)
+    assert list(stalls.columns) == ["register_cap", "big_tile", lesson.CUBLAS]
+    assert stalls.loc["barrier", "register_cap"] > stalls.loc["barrier", "big_tile"]  # 0.42 -> 0.13
+    assert stalls.loc["issue slots busy (%)", lesson.CUBLAS] > stalls.loc["issue slots busy (%)", "big_tile"]
+    for name in (lesson.SEARCH_VARIANT, lesson.WARP_VARIANT):
+        loads = lesson.lds_schedule(recording, name)
+        first = loads[loads["k_step"] == 0]
+        assert sorted(first["operand"]) == ["A", "A", "B", "B", "B", "B"]  # 6 LDS.128 per k-step
+        assert sorted(first["group"][first["operand"] == "B"]) == [0, 1, 2, 3]
+
+
 # one warp per tile with the lanes and micro-tile of step 12 and of the warp tile
 ONE_WARP = {"2x16": codegen.Tile(bm=16, bn=256, bk=4, tm=8, tn=16, pad=0, max_registers=None),
             "4x8 paired": codegen.Tile(bm=32, bn=128, bk=4, tm=8, tn=16, lanes_m=4, interleave=2, pad=0,
@@ -363,7 +418,10 @@ def test_checklist_reads_the_evidence_and_ends_with_the_timing_harness(recording
     assert f"{old[0]:.3f} ms" in table.loc["timing harness", "what moved"]
     seen = table["observation (previous step, on the GPU)"]
     assert "16.5 sectors per global load request" in seen["naive"]
-    assert re.search(r"FFMAs at \d+% of the FP32 peak", seen["big_tile"])
+    assert re.search(r"FFMAs at \d+\.\d% of the FP32 peak", seen["big_tile"])
+    assert "36 instructions per FFMA" in seen["shared_tiled"] and "issue-bound" in seen["shared_tiled"]
+    assert "11.7% of the FP32 peak" in seen["register_2d"]  # register_1d: not "near a third"
+    assert "unrolled the rolled k-loop 2 times" in seen["unrolled"]  # vector_loads' SASS
     assert list(lesson.checklist(recording).index) == STEP_NAMES
 
 
@@ -397,8 +455,14 @@ def test_probe_fractions_read_a_retired_probe():
 
 def test_figures_from_the_recording_have_alt_text(recording):
     figures = lesson.figures(recording, lessons.roof())
-    assert set(figures) == {"progression", "roofline", "search", "wavefronts"}
+    assert set(figures) == {"progression", "roofline", "search", "wavefronts", "stalls"}
     assert all(len(getattr(f, "alt_text", "")) > 40 for f in figures.values())
+    assert "90% at 2048^3" in figures["progression"].alt_text  # the search's tile is on the chart
+    live = recording.with_evidence(ncu={})  # a live run has no counters: no stall figure
+    assert "stalls" not in lesson.figures(live, lessons.roof())
+    concept = (lesson.hierarchy_figure(), lesson.bank_figure(), lesson.pipeline_figure())
+    assert all(len(getattr(f, "alt_text", "")) > 40 for f in concept)
+    assert "8 wavefronts" in concept[1].alt_text and "4 wavefronts" in concept[1].alt_text
 
 
 def test_scoreboard_rows_fit_the_recording(recording):
@@ -450,8 +514,14 @@ def test_tables_read_the_tidy_table():
         lesson.tile_of("naive")
     goals = lesson.targets(table)
     assert list(goals.index) == list(lesson.TARGETS) and goals["met"].dtype == bool
-    points = lesson.roofline_points(table)
-    assert set(points["label"]) == set(lesson.ROOFLINE_STEPS) | {"cuBLAS"}
+    points = lesson.roofline_points(table)  # 2048^3: every step ran there
+    assert list(points["label"]) == [str(i) for i in range(1, 13)] + ["S", "cuBLAS"]
+    assert list(points["name"][:12]) == STEP_NAMES
+    assert points.set_index("label").loc["cuBLAS", "intensity"] == lesson.cta_intensity(256, 128)
+    assert points.set_index("label").loc["1", "intensity"] == lesson.naive_intensity(2048)
+    searched = lesson.progression(table, search=True)
+    assert list(searched.index) == STEP_NAMES + [lesson.SEARCH_VARIANT]
+    assert lesson.progression_labels(searched.index)[-1] == "search: 128x256x16 8x16 pad 0"
     warp = lesson.warp_tiling(table)
     assert list(warp.columns) == ["2048^3", "4096^3", "8192^3"]
     i_warp, i_sibling = (1 + len(STEP_NAMES) + list(lesson.TUNE).index(v)
@@ -552,3 +622,19 @@ def test_a_result_without_evidence_fails_loudly():
         lesson.waves(empty, names=["register_cap"])
     with pytest.raises(RecordingError, match="facts.errors is missing"):
         lesson.errors_table(empty)
+
+
+def test_generated_source_folds_constant_terms():
+    """No ``U(0) + ...`` or ``U(a) + U(b)`` in what the generator writes: constants are summed."""
+    for step in steps.STEPS[6:]:
+        source = codegen.kernel_source(step.tile)
+        assert not re.search(r"U\(0\) [+*]|[+*] U\(0\)", source), step.name
+        assert not re.search(r"(?<!\* )U\(\d+\) \+ U\(\d+\)(?! \*)", source), step.name  # two constants
+    assert codegen._sum("cur * U(64)", 0, 2 * 132, "r0") == "cur * U(64) + U(264) + r0"
+    assert codegen._sum(0, 0) == "U(0)"
+
+
+def test_timing_spread_marks_the_noisy_shapes(recording):
+    spread = lesson.timing_spread(recording.table)
+    assert spread[("median_over_min", "cuBLAS")].max() < 1.05
+    assert lesson.noisy_shapes(recording.table) == ["128^3", "1024^3"]

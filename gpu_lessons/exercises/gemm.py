@@ -6,6 +6,14 @@
 2. A 2x2 register micro-tile (the notes' T_M = T_N = 2): each thread computes four outputs and reads
    two values of A and two of B per k. Checked for correctness at the edges, and with the traffic
    counter for the reuse: 4 global loads per k per thread, not 8.
+3. Predict a number: the 32-byte sectors a block-tiled GEMM loads from global memory, as a function
+   of the shape and the block tile; checked against Nsight Compute's counts recorded on the H200 for
+   five kernels (16x16 to cuBLAS's 256x128) within 0.5%.
+4. A conflict-free lane mapping: each lane of a warp reads two 4-wide pieces of one 256-float row of
+   shared memory with 16-byte loads; every column read once and, by the traffic counter, no bank
+   conflict.
+5. Predict a number: the shared wavefronts one warp needs per k-step for step 11's 8x8 micro-tile
+   with its lanes laid out 4 x 8 in pairs; checked with the traffic counter on a one-warp tile.
 """
 
 from __future__ import annotations
@@ -13,9 +21,13 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda
 
+from ..kernels import gemm_codegen as codegen
 from ..kernels import gemm_tiled as tiled
+from ..lessons import gemm as lesson
 from ..lessons.gemm import error_report
+from ..results import read_result
 from ..sim import trace
+from ..vector import load4_shared
 from . import guarded, report
 
 # ----------------------------------------------------------------------------- exercise 1
@@ -28,7 +40,64 @@ def _random_operands(m, k, n):
     return rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((k, n), dtype=np.float32)
 
 
-def _verdict(name, c, a, b):
+def _close(c, alternative, a, b) -> bool:
+    """Whether C equals another product within the FP32 bound of A @ B (written outputs only)."""
+    written = ~np.isnan(c)
+    bound = lesson.fp32_error_bound(a, b) + 1e-6
+    return bool(np.all(np.abs(c - alternative)[written] <= 4 * bound[written]))
+
+
+def _blockwise_transposed(reference, size: int) -> np.ndarray:
+    """The reference with each size x size block of C transposed in place (padded with zeros: rows and
+    columns past the edge of a block hold what a zero-padded tile would give)."""
+    m, n = reference.shape
+    side_m, side_n = -(-m // size) * size, -(-n // size) * size
+    padded = np.zeros((side_m, side_n))
+    padded[:m, :n] = reference
+    blocks = padded.reshape(side_m // size, size, side_n // size, size)
+    return blocks.transpose(0, 3, 2, 1).reshape(side_m, side_n)[:m, :n]
+
+
+def _k_description(missing: list[int], depth: int, tile: int | None) -> str:
+    ks = ", ".join(str(k) for k in missing)
+    if tile and all(k % tile == tile - 1 for k in missing):
+        return f"k = {ks} (k mod {tile} = {tile - 1}: a tile's last k)"
+    if tile and all(k % tile == 0 for k in missing):
+        return f"k = {ks} (k mod {tile} = 0: a tile's first k)"
+    if missing == [depth - 1]:
+        return f"k = {ks}: the last k-step"
+    if missing == [0]:
+        return f"k = {ks}: the first k-step"
+    return f"k = {ks}"
+
+
+def _pattern(c, a, b, tile: int, k_tile: int | None) -> str:
+    """What is wrong with C, as a fact about C (true whatever code produced it)."""
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    depth = a.shape[1]
+    candidates = [[k] for k in range(depth)]
+    if k_tile:
+        candidates += [list(range(r, depth, k_tile)) for r in range(k_tile)]
+    for missing in filter(None, candidates):
+        kept = np.ones(depth, bool)
+        kept[missing] = False
+        if _close(c, a64[:, kept] @ b64[kept], a, b):
+            return (f"C equals A @ B without the products of {_k_description(missing, depth, k_tile)}: "
+                    "check the range of your loop over k")
+    reference = a64 @ b64
+    if _close(c, _blockwise_transposed(reference, tile), a, b):
+        where = "each thread's 2 x 2 outputs" if tile == 2 else f"each {tile} x {tile} tile"
+        return (f"C is transposed within {where}: C[i, j] holds the value that belongs at C[j, i] of the "
+                "block; rows and columns (ty/tx, or 0/1 of the accumulators) are swapped somewhere")
+    wrong = np.abs(c - reference) > lesson.fp32_error_bound(a, b)
+    rows, cols = np.flatnonzero(wrong.any(axis=1)), np.flatnonzero(wrong.any(axis=0))
+    if wrong.all():
+        return "every output is wrong: work one output by hand, the sum over k of A[row, k] * B[k, col]"
+    return (f"{int(wrong.sum())} of {c.size} outputs are wrong, in rows {rows.min()}-{rows.max()} and "
+            f"columns {cols.min()}-{cols.max()} ({len(rows)} rows, {len(cols)} columns)")
+
+
+def _verdict(name, c, a, b, tile: int = 16, k_tile: int | None = None):
     """None when C is right, else the 'not yet' Result saying what is wrong."""
     if np.isnan(c).any():
         return report(name, False, f"{int(np.isnan(c).sum())} of {c.size} outputs never written")
@@ -37,7 +106,7 @@ def _verdict(name, c, a, b):
         reference = a.astype(np.float64) @ b
         worst = np.unravel_index(int(np.argmax(np.abs(c - reference))), c.shape)
         return report(name, False, f"C[{worst[0]}, {worst[1]}] = {c[worst]:.5f}, expected "
-                      f"{reference[worst]:.5f}")
+                      f"{reference[worst]:.5f}. {_pattern(c, a, b, tile, k_tile)}")
     return None
 
 
@@ -60,7 +129,7 @@ def check_tiled_kernel(kernel) -> object:
         c = np.full((m, n), np.nan, np.float32)
         grid = tiled.gemm_tiled_grid(m, n)
         kernel[grid, tiled.BLOCK](a, b, c)
-        wrong = _verdict(name, c, a, b)
+        wrong = _verdict(name, c, a, b, tiled.TILE, tiled.TILE)
         if wrong is not None:
             return wrong
         tiles = -(-k // tiled.TILE)
@@ -106,7 +175,7 @@ def check_micro_tile_kernel(kernel) -> object:
         a, b = _random_operands(m, k, n)
         c = np.full((m, n), np.nan, np.float32)
         kernel[micro_grid(m, n), MICRO_BLOCK](a, b, c)
-        wrong = _verdict(name, c, a, b)
+        wrong = _verdict(name, c, a, b, 2)
         if wrong is not None:
             return wrong
         c = np.full((m, n), np.nan, np.float32)
@@ -146,3 +215,149 @@ def solution_micro_tile_kernel(a, b, c):
         c[row + 1, col] = acc10
         if has_col1:
             c[row + 1, col + 1] = acc11
+
+
+# ----------------------------------------------------------------------------- exercise 3
+
+SECTOR_CASES = {"shared_tiled": (16, 16), "register_1d": (64, 64), "register_cap": (128, 128),
+                "big_tile": (128, 256), lesson.CUBLAS: lesson.CUBLAS_CTA}
+SECTOR_TOLERANCE = 0.005
+
+
+def recorded_sectors(result=None) -> dict:
+    """Per case: (M, N, K) it was profiled at, its block tile, and ncu's global load sectors."""
+    result = result or read_result(lesson.NAME)
+    out = {}
+    for case, cta in SECTOR_CASES.items():
+        sectors = result.evidence.ncu_value(case, lesson.NCU_SHORT["sectors"])
+        out[case] = (lesson.ncu_shape(result.evidence, case), cta, float(sectors))
+    return out
+
+
+# A shape the tiles do not divide (the lesson's awkward shape, step 11's tile): no profile there, so the
+# model's own count is the reference: 32 x 33 blocks, the partial ones at the edges included.
+UNEVEN_CASE = ((4095, 4097, 1023), (128, 128))
+
+
+def check_global_sectors(predict) -> object:
+    """``predict(m, n, k, bm, bn)``: 32-byte sectors of global loads of a GEMM with bm x bn block
+    tiles (each block reads its panels of A and B once), against the H200's Nsight Compute counts,
+    and on a shape the tiles do not divide against the model's own count."""
+    name = "exercise 3 (global sectors of a block-tiled GEMM)"
+
+    def wrong(got, expected) -> bool:
+        return got is None or not np.isfinite(float(got)) or abs(float(got) / expected - 1) > SECTOR_TOLERANCE
+
+    def attempt():
+        lines = []
+        for case, ((m, n, k), (bm, bn), measured) in recorded_sectors().items():
+            got = predict(m, n, k, bm, bn)
+            if wrong(got, measured):
+                return report(name, False, f"{case} ({bm}x{bn} tiles, {m}x{n}x{k}): you said {got}, "
+                              f"Nsight Compute counted {measured:,.0f} sectors. Count the blocks (a grid "
+                              "of ceil(N/BN) x ceil(M/BM)); each reads a BM x K panel of A and a K x BN "
+                              "panel of B, 4 bytes a float, 32 bytes a sector")
+            lines.append(f"{case} {measured / 1e6:.1f} M")
+        (m, n, k), (bm, bn) = UNEVEN_CASE
+        got, expected = predict(m, n, k, bm, bn), solution_global_sectors(m, n, k, bm, bn)
+        if wrong(got, expected):
+            return report(name, False, f"right for the five profiled kernels (every tile divides 2048), but "
+                          f"at {m}x{n}x{k} with {bm}x{bn} tiles you said {got}: {m}/{bm} and {n}/{bn} are "
+                          "not whole numbers. The partial blocks at the edges are launched too; the model "
+                          "counts each as a whole block reading whole panels")
+        return report(name, True, "within 0.5% of Nsight Compute for every kernel (" + ", ".join(lines) +
+                      "), and right where the tiles do not divide the matrix: the block tile, not the "
+                      "micro-tile or the load width, sets the global traffic")
+
+    return guarded(name, attempt)
+
+
+def solution_global_sectors(m, n, k, bm, bn):
+    blocks = -(-m // bm) * -(-n // bn)
+    return blocks * (bm + bn) * k * 4 / 32
+
+
+# ----------------------------------------------------------------------------- exercise 4
+
+ROW_FLOATS = 256  # one k-row of the 8x16 tile's B tile
+
+
+def _pieces_trace(kernel):
+    out = np.full((32, 8), np.nan, np.float32)
+    kernel[1, 32](out)
+    counts = trace.trace(kernel, 1, 32, np.full((32, 8), np.nan, np.float32))
+    shared = counts.by_array
+    loads = shared[(shared["space"] == "shared") & (shared["op"] == "ld")]
+    return out, int(loads["bank_conflicts"].sum()), int(loads["wavefronts"].sum())
+
+
+def check_conflict_free_pieces(kernel) -> object:
+    """``kernel(out)``, one warp: each lane reads two 4-wide pieces of a 256-float shared row with
+    16-byte loads into out[lane, 0:4] and out[lane, 4:8]; every column once, no bank conflict."""
+    name = "exercise 4 (a conflict-free lane mapping)"
+
+    def attempt():
+        out, conflicts, wavefronts = _pieces_trace(kernel)
+        if np.isnan(out).any():
+            return report(name, False, "some outputs were never written: every lane stores its two pieces")
+        columns = out.astype(np.int64).ravel()
+        if sorted(columns) != list(range(ROW_FLOATS)):
+            missing = sorted(set(range(ROW_FLOATS)) - set(columns))
+            return report(name, False, f"{ROW_FLOATS - len(set(columns))} columns never read (first: "
+                          f"{missing[:4]}) and others read twice: the 32 lanes' 64 pieces must tile the row")
+        if conflicts:
+            return report(name, False, f"every column read once, but {conflicts} bank conflicts "
+                          f"({wavefronts} wavefronts for 2 loads; 8 is the least): 8 lanes are served "
+                          "together, so in each load the pieces of lanes 0-7 (and of 8-15, ...) must fall "
+                          "in 8 different groups of 4 banks, as 32 consecutive floats do")
+        return report(name, True, f"every column read once in {wavefronts} wavefronts, no bank conflict: "
+                      "neighbouring lanes read neighbouring 16-byte pieces")
+
+    return guarded(name, attempt)
+
+
+@cuda.jit
+def solution_conflict_free_pieces(out):
+    row = cuda.shared.array(256, np.float32)
+    lane = cuda.threadIdx.x
+    for i in range(lane, 256, 32):
+        row[i] = i
+    cuda.syncthreads()
+    c0 = 4 * lane  # lanes side by side: lanes 0-7 read floats 0-31, one per bank
+    c1 = 128 + 4 * lane
+    x0, x1, x2, x3 = load4_shared(row, c0 // 4)
+    y0, y1, y2, y3 = load4_shared(row, c1 // 4)
+    out[lane, 0], out[lane, 1], out[lane, 2], out[lane, 3] = x0, x1, x2, x3
+    out[lane, 4], out[lane, 5], out[lane, 6], out[lane, 7] = y0, y1, y2, y3
+
+
+# ----------------------------------------------------------------------------- exercise 5
+
+# Step 11's 8x8 micro-tile, one warp laid out as 4 x 8 lanes in pairs along M: a block of one warp
+# (32 x 64 outputs) has the same lanes, and so the same shared loads, as each warp of a 128x128 block.
+PAIRED_8X8_WARP = codegen.Tile(bm=32, bn=64, bk=4, tm=8, tn=8, lanes_m=4, interleave=2, pad=0,
+                               max_registers=None)
+
+
+def check_warp_tile_wavefronts(prediction) -> object:
+    """``prediction``: shared wavefronts one warp needs per k-step for ``PAIRED_8X8_WARP``, checked by
+    running the generated kernel for one warp on the simulator with the traffic counter."""
+    name = "exercise 5 (wavefronts of a warp tile)"
+
+    def attempt():
+        if prediction is None:
+            return report(name, False, "not answered yet: set prediction to a number")
+        traced = lesson.traced_shared_wavefronts(PAIRED_8X8_WARP)["tracer"]
+        if float(prediction) != traced:
+            side = "many" if float(prediction) > traced else "few"
+            return report(name, False, f"you said {prediction}: too {side} for what the traffic counter "
+                          "sees. Count the 16-byte shared loads a warp issues per k-step for an 8 x 8 "
+                          "micro-tile, then, for A and for B separately, how many lanes one wavefront "
+                          "serves in this layout (section 9's rule: which lanes read the same 16 bytes?)")
+        return report(name, True, f"{traced:g} wavefronts per warp per k-step: with lanes in pairs both "
+                      "operands are read by half-warps, 2 wavefronts a load (step 11's 2 x 16 lanes need 12)")
+
+    return guarded(name, attempt)
+
+
+solution_warp_tile_wavefronts = 8

@@ -127,6 +127,31 @@ def _offset(value: int) -> str:
     return f"{_u(value)} + " if value else ""
 
 
+def _sum(*terms: int | str) -> str:
+    """A sum of terms with its integer terms folded into one constant (left out when zero), at the
+    place of the first of them: ``_sum("cur * U(64)", 0, 2 * 132, "r0")`` is ``cur * U(64) + U(264) + r0``."""
+    constant = sum(term for term in terms if isinstance(term, int))
+    out, placed = [], False
+    for term in terms:
+        if isinstance(term, int):
+            if not placed and constant:
+                out.append(_u(constant))
+            placed = True
+        else:
+            out.append(term)
+    return " + ".join(out) or _u(0)
+
+
+def _quarter(index: str) -> str:
+    """``index // 4``, the float4 index of a float index (bracketed when it is a sum)."""
+    return f"({index}) // {_u(4)}" if " " in index else f"{index} // {_u(4)}"
+
+
+def _times(factor: int | str, scale: int) -> int | str:
+    """``factor * scale`` as a constant when the factor is one, else as code."""
+    return factor * scale if isinstance(factor, int) else f"{factor} * {_u(scale)}"
+
+
 def _warp_lanes(t: Tile, emit, groups_m: int, groups_n: int) -> None:
     """The rows r{g} and columns c{h} of a thread whose warp is a lanes_m x lanes_n grid of lanes
     (interleaved in pairs along M when ``t.interleave`` is 2); a dimension of one warp is left out."""
@@ -207,48 +232,52 @@ def kernel_source(t: Tile, name: str = "gemm_generated") -> str:
     pieces_b = max(1, t.bk * t.bn // (width * t.threads))
     only_a = "" if t.bm * t.bk >= width * t.threads else f"tid < {_u(t.bm * t.bk // width)} and "
     only_b = "" if t.bk * t.bn >= width * t.threads else f"tid < {_u(t.bk * t.bn // width)} and "
+    def piece(p: int) -> str:
+        return f"(tid + {_u(p * t.threads)})" if p else "tid"
+
     if t.vector:
         emit("# tile loads: float4 pieces; A's are stored transposed, B's as they are")
         for p in range(pieces_a):
-            emit(f"ar{p} = (tid + {_u(p * t.threads)}) // {_u(t.bk // 4)}")
-            emit(f"ak{p} = (tid + {_u(p * t.threads)}) % {_u(t.bk // 4)} * {_u(4)}")
+            emit(f"ar{p} = {piece(p)} // {_u(t.bk // 4)}")
+            emit(f"ak{p} = {piece(p)} % {_u(t.bk // 4)} * {_u(4)}")
         for p in range(pieces_b):
-            emit(f"bk{p} = (tid + {_u(p * t.threads)}) // {_u(t.bn // 4)}")
-            emit(f"bc{p} = (tid + {_u(p * t.threads)}) % {_u(t.bn // 4)} * {_u(4)}")
+            emit(f"bk{p} = {piece(p)} // {_u(t.bn // 4)}")
+            emit(f"bc{p} = {piece(p)} % {_u(t.bn // 4)} * {_u(4)}")
     else:
         emit("# tile loads: one float per piece, consecutive threads on consecutive addresses")
         for p in range(pieces_a):
-            emit(f"ar{p} = (tid + {_u(p * t.threads)}) // {_u(t.bk)}")
-            emit(f"ak{p} = (tid + {_u(p * t.threads)}) % {_u(t.bk)}")
+            emit(f"ar{p} = {piece(p)} // {_u(t.bk)}")
+            emit(f"ak{p} = {piece(p)} % {_u(t.bk)}")
         for p in range(pieces_b):
-            emit(f"bk{p} = (tid + {_u(p * t.threads)}) // {_u(t.bn)}")
-            emit(f"bc{p} = (tid + {_u(p * t.threads)}) % {_u(t.bn)}")
+            emit(f"bk{p} = {piece(p)} // {_u(t.bn)}")
+            emit(f"bc{p} = {piece(p)} % {_u(t.bn)}")
 
-    def load_global(k0: str, indent: int, which: str = "ab") -> None:
+    def load_global(k0: int | str, indent: int, which: str = "ab") -> None:
         for p in range(pieces_a if "a" in which else 0):
-            emit(f"if {only_a}m0 + ar{p} < m and {k0} + ak{p} < k:", indent)
+            emit(f"if {only_a}m0 + ar{p} < m and {_sum(k0, f'ak{p}')} < k:", indent)
             if t.vector:
-                index = f"((m0 + ar{p}) * k + {k0} + ak{p}) // {_u(4)}"
+                index = f"({_sum(f'(m0 + ar{p}) * k', k0, f'ak{p}')}) // {_u(4)}"
                 emit(f"xa{p}_0, xa{p}_1, xa{p}_2, xa{p}_3 = load4(a, {index})", indent + 1)
                 emit("else:", indent)
                 emit(f"xa{p}_0 = xa{p}_1 = xa{p}_2 = xa{p}_3 = float32(0)", indent + 1)
             else:
-                emit(f"xa{p} = a[(m0 + ar{p}) * k + {k0} + ak{p}]", indent + 1)
+                emit(f"xa{p} = a[{_sum(f'(m0 + ar{p}) * k', k0, f'ak{p}')}]", indent + 1)
                 emit("else:", indent)
                 emit(f"xa{p} = float32(0)", indent + 1)
         for p in range(pieces_b if "b" in which else 0):
-            emit(f"if {only_b}{k0} + bk{p} < k and n0 + bc{p} < n:", indent)
+            row = f"({_sum(k0, f'bk{p}')})" if isinstance(k0, str) else f"bk{p}"
+            emit(f"if {only_b}{_sum(k0, f'bk{p}')} < k and n0 + bc{p} < n:", indent)
             if t.vector:
-                index = f"(({k0} + bk{p}) * n + n0 + bc{p}) // {_u(4)}"
+                index = f"({row} * n + n0 + bc{p}) // {_u(4)}"
                 emit(f"xb{p}_0, xb{p}_1, xb{p}_2, xb{p}_3 = load4(b, {index})", indent + 1)
                 emit("else:", indent)
                 emit(f"xb{p}_0 = xb{p}_1 = xb{p}_2 = xb{p}_3 = float32(0)", indent + 1)
             else:
-                emit(f"xb{p} = b[({k0} + bk{p}) * n + n0 + bc{p}]", indent + 1)
+                emit(f"xb{p} = b[{row} * n + n0 + bc{p}]", indent + 1)
                 emit("else:", indent)
                 emit(f"xb{p} = float32(0)", indent + 1)
 
-    def store_shared(abase: str, bbase: str, indent: int, which: str = "ab") -> None:
+    def store_shared(abase: int | str, bbase: int | str, indent: int, which: str = "ab") -> None:
         outer = indent
         if only_a and "a" in which:
             emit(f"if {only_a[:-5]}:", outer)
@@ -256,35 +285,36 @@ def kernel_source(t: Tile, name: str = "gemm_generated") -> str:
         for p in range(pieces_a if "a" in which else 0):
             if t.vector:
                 for j in range(4):
-                    emit(f"a_s[{abase} + (ak{p} + {_u(j)}) * {_u(lda)} + ar{p}] = xa{p}_{j}", indent)
+                    column = f"(ak{p} + {_u(j)}) * {_u(lda)}" if j else f"ak{p} * {_u(lda)}"
+                    emit(f"a_s[{_sum(abase, column, f'ar{p}')}] = xa{p}_{j}", indent)
             else:
-                emit(f"a_s[{abase} + ak{p} * {_u(lda)} + ar{p}] = xa{p}", indent)
+                emit(f"a_s[{_sum(abase, f'ak{p} * {_u(lda)}', f'ar{p}')}] = xa{p}", indent)
         indent = outer
         if only_b and "b" in which:
             emit(f"if {only_b[:-5]}:", outer)
             indent = outer + 1
         for p in range(pieces_b if "b" in which else 0):
             if t.vector:
-                emit(f"store4_shared(b_s, ({bbase} + bk{p} * {_u(ldb)} + bc{p}) // {_u(4)}, "
+                emit(f"store4_shared(b_s, {_quarter(_sum(bbase, f'bk{p} * {_u(ldb)}', f'bc{p}'))}, "
                      f"xb{p}_0, xb{p}_1, xb{p}_2, xb{p}_3)", indent)
             else:
-                emit(f"b_s[{bbase} + bk{p} * {_u(ldb)} + bc{p}] = xb{p}", indent)
+                emit(f"b_s[{_sum(bbase, f'bk{p} * {_u(ldb)}', f'bc{p}')}] = xb{p}", indent)
 
-    def compute_step(abase: str, bbase: str, kk: str, indent: int) -> None:
+    def compute_step(abase: int | str, bbase: int | str, kk: int | str, indent: int) -> None:
         for g in range(groups_m):
             names = ", ".join(f"fa{4 * g + i}" for i in range(4))
-            emit(f"{names} = load4_shared(a_s, ({abase} + {kk} * {_u(lda)} + r{g}) // {_u(4)})", indent)
+            emit(f"{names} = load4_shared(a_s, {_quarter(_sum(abase, _times(kk, lda), f'r{g}'))})", indent)
         for h in range(groups_n):
             names = ", ".join(f"fb{4 * h + j}" for j in range(4))
-            emit(f"{names} = load4_shared(b_s, ({bbase} + {kk} * {_u(ldb)} + c{h}) // {_u(4)})", indent)
+            emit(f"{names} = load4_shared(b_s, {_quarter(_sum(bbase, _times(kk, ldb), f'c{h}'))})", indent)
         for i in range(t.tm):
             for j in range(t.tn):
                 emit(f"acc{i}_{j} = cuda.fma(fa{i}, fb{j}, acc{i}_{j})", indent)
 
-    def compute(abase: str, bbase: str, indent: int, steps: range | None = None) -> None:
+    def compute(abase: int | str, bbase: int | str, indent: int, steps: range | None = None) -> None:
         if t.unroll:
             for kk in steps or range(t.bk):
-                compute_step(abase, bbase, _u(kk), indent)
+                compute_step(abase, bbase, kk, indent)
         else:
             emit(f"for kk in range({_u(t.bk)}):", indent)
             compute_step(abase, bbase, "kk", indent + 1)
@@ -294,8 +324,8 @@ def kernel_source(t: Tile, name: str = "gemm_generated") -> str:
         _async_pipeline(t, emit, compute, lda, ldb, pieces_b, only_b)
     elif t.double_buffer:
         emit("# prologue: tile 0 into buffer 0")
-        load_global(_u(0), 1)
-        store_shared(_u(0), _u(0), 1)
+        load_global(0, 1)
+        store_shared(0, 0, 1)
         emit("cuda.syncthreads()")
         emit("for tile in range(tiles):")
         emit(f"cur, nxt = tile % {_u(2)}, (tile + {_u(1)}) % {_u(2)}", 2)
@@ -319,16 +349,16 @@ def kernel_source(t: Tile, name: str = "gemm_generated") -> str:
         emit("for tile in range(tiles):")
         emit(f"k0 = tile * {_u(t.bk)}", 2)
         load_global("k0", 2)
-        store_shared(_u(0), _u(0), 2)
+        store_shared(0, 0, 2)
         emit("cuda.syncthreads()  # the tile is complete", 2)
-        compute(_u(0), _u(0), 2)
+        compute(0, 0, 2)
         emit("cuda.syncthreads()  # everyone is done with it", 2)
 
     emit("# write the micro-tile, guarded at the matrix edges")
     for g in range(groups_m):
         for i in range(4):
             row = 4 * g + i
-            emit(f"row = m0 + r{g} + {_u(i)}")
+            emit(f"row = {_sum('m0', f'r{g}', i)}")
             emit("if row < m:")
             for h in range(groups_n):
                 accs = ", ".join(f"acc{row}_{4 * h + j}" for j in range(4))

@@ -15,6 +15,7 @@ search as a shape x tile table. Sizes are keyed by M*N*K in the table's ``size``
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 import time
@@ -34,8 +35,8 @@ from ..kernels import gemm_steps as steps
 from ..kernels import gemm_tiled as tiled
 from ..kernels.util import poison
 from ..occupancy import occupancy
-from ..plots import charts, with_alt
 from ..plots import gemm as gemm_plots
+from ..plots import with_alt
 from ..results import Evidence, LessonResult, ProbeData, RecordingError
 from ..scoreboard import Comparison
 from ..sim.trace import trace
@@ -205,7 +206,7 @@ def source_excerpt(source: str, fmas: int = 8) -> str:
             kept, first_step_done = end, True
         if len(run) > kept:
             out.append(f"{indent}# ... {len(run) - kept} more lines: the next k-steps, written out the "
-                       "same way (the shared-tile offsets + U(kk) * row length)")
+                       "same way (each k-step's shared offsets one row further on)")
         run.clear()
 
     for line in source.splitlines():
@@ -386,6 +387,140 @@ def traced_shared_wavefronts(tile: codegen.Tile, k_tiles: int = 1) -> dict:
     shared = counts.by_array
     tracer = shared[(shared["space"] == "shared") & (shared["op"] == "ld")]["wavefronts"].sum()
     return {"pair rule": pairs / per, "tracer": float(tracer) / per}
+
+
+# --------------------------------------------- pictures of the model: owners, banks, pipelining
+
+
+def output_owners(tile: codegen.Tile) -> dict:
+    """Which thread computes each output of a block tile, as the generator writes it (``r{g}``,
+    ``c{h}``): arrays of shape (bm, bn) of the thread, its warp and its lane."""
+    thread = np.full((tile.bm, tile.bn), -1, dtype=np.int64)
+    tid = np.arange(tile.threads)
+    rows, columns = lane_coordinates(tile, tid)
+    step_m = tile.lanes_m * 4 if tile.lanes_m else 4
+    step_n = (32 // tile.lanes_m) * 4 if tile.lanes_m else 4
+    for g in range(tile.tm // 4):
+        for h in range(tile.tn // 4):
+            for i in range(4):
+                for j in range(4):
+                    thread[rows + g * step_m + i, columns + h * step_n + j] = tid
+    return {"thread": thread, "warp": thread // 32, "lane": thread % 32}
+
+
+def lds128_bank_map(addresses) -> pd.DataFrame:
+    """One warp's 16-byte shared load, word by word: the phase that serves each lane (quarter-warps,
+    or half-warps when lanes read in pairs: ``lds128_wavefronts``), the 4-byte words it reads, their
+    bank, and how many distinct words its phase asks of that bank (each one more is a conflict)."""
+    address = np.asarray(addresses, dtype=np.int64)
+    lane = np.arange(32)
+    paired = any(bool(np.all(address == address[lane ^ partner])) for partner in (1, 2))
+    per_phase = 2 * LDS128_LANES_PER_PHASE if paired else LDS128_LANES_PER_PHASE
+    rows = [{"phase": lane_id // per_phase, "lane": lane_id, "word": int(address[lane_id] // 4 + j),
+             "bank": int((address[lane_id] // 4 + j) % SHARED_BANKS)}
+            for lane_id in range(32) for j in range(4)]
+    words = pd.DataFrame(rows)
+    distinct = words.groupby(["phase", "bank"])["word"].nunique().rename("words_in_bank")
+    return words.merge(distinct.reset_index(), on=["phase", "bank"])
+
+
+def pipeline_timeline(tiles: int = 4, load: float = 0.8, store: float = 0.15, compute: float = 1.0,
+                      double_buffer: bool = False) -> pd.DataFrame:
+    """A schematic of one block's k-loop in time (unit: one k-tile's FMAs): the global loads of each
+    tile, its stores to shared memory and its FMAs. One buffer: load, store, barrier, FMAs, barrier,
+    in turn. Two: tile t+1's loads are issued before tile t's FMAs and stored after them."""
+    rows = []
+    if not double_buffer:
+        t = 0.0
+        for tile in range(tiles):
+            rows += [("global loads", tile, t, t + load),
+                     ("stores to shared", tile, t + load, t + load + store),
+                     ("FMAs", tile, t + load + store, t + load + store + compute)]
+            t += load + store + compute
+    else:
+        rows += [("global loads", 0, 0.0, load), ("stores to shared", 0, load, load + store)]
+        t = load + store
+        for tile in range(tiles):
+            rows.append(("FMAs", tile, t, t + compute))
+            end = t + compute
+            if tile + 1 < tiles:
+                rows.append(("global loads", tile + 1, t, t + load))
+                end = max(end, t + load)
+                rows.append(("stores to shared", tile + 1, end, end + store))
+                end += store
+            t = end
+    return pd.DataFrame(rows, columns=["work", "tile", "start", "end"])
+
+
+def source_diff(before: codegen.Tile, after: codegen.Tile, name: str = "kernel", fmas: int = 4,
+                longest: int | None = None) -> str:
+    """What the generator writes differently for two tiles: a diff of their sources (each shortened
+    by ``source_excerpt``), runs of changed lines that differ only in their numbers folded into the
+    first and a count ('... 3 more like it'); with ``longest``, a run of more added (or removed)
+    lines than that keeps its first ``longest - 2`` and its last, and counts the rest."""
+    old, new = (source_excerpt(codegen.kernel_source(t, name), fmas).splitlines() for t in (before, after))
+    lines = [line for line in difflib.unified_diff(old, new, lineterm="", n=0)
+             if not line.startswith(("---", "+++"))]
+    out: list[str] = []
+    run_shape, run_count = None, 0
+
+    def close():
+        if run_count:
+            body = out[-1][1:]
+            out.append(f"{out[-1][0]}{body[: len(body) - len(body.lstrip())]}# ... {run_count} more like it")
+
+    for line in lines:
+        shape = (line[0], re.sub(r"\d+", "#", line[1:]))
+        if line.startswith("@@"):
+            close()
+            run_shape, run_count = None, 0
+            out.append("@@")
+            continue
+        if shape == run_shape:
+            run_count += 1
+            continue
+        close()
+        run_shape, run_count = shape, 0
+        out.append(line)
+    close()
+    out = out[1:] if out and out[0] == "@@" else out
+    if longest:  # a hunk that only adds (or only removes) lines, cut to its first lines and its last
+        hunks, cut = [[]], []
+        for line in out:
+            if line == "@@":
+                hunks.append([])
+            else:
+                hunks[-1].append(line)
+        for number, hunk in enumerate(hunks):
+            if len(hunk) > longest and len({line[0] for line in hunk}) == 1:
+                body = hunk[0][1:]
+                indent = body[: len(body) - len(body.lstrip())]
+                more = f"{hunk[0][0]}{indent}# ... {len(hunk) - longest + 1} more lines"
+                hunk = [*hunk[: longest - 2], more, hunk[-1]]
+            cut += (["@@"] if number else []) + hunk
+        out = cut
+    return "\n".join(out) + "\n"
+
+
+TILE_SWITCHES = ("vector", "unroll", "lanes_m", "interleave", "pad", "double_buffer", "max_registers", "bm",
+                 "bn", "bk", "tm", "tn")
+
+
+def tile_switches(names=None) -> pd.DataFrame:
+    """The generated steps (and the search's 8x16 tiles) as the ``Tile`` switches they set, one row
+    each, and which switches changed from the row before."""
+    names = names or [s.name for s in steps.STEPS if s.tile is not None] + [SEARCH_VARIANT, WARP_VARIANT]
+    numbers = {s.name: i + 1 for i, s in enumerate(steps.STEPS)}
+    rows, previous = [], None
+    for name in names:
+        tile = tile_of(name)
+        values = {field: getattr(tile, field) for field in TILE_SWITCHES}
+        values["max_registers"] = values["max_registers"] or "none"
+        changed = [f for f in TILE_SWITCHES if previous is not None and values[f] != previous[f]]
+        label = f"{numbers[name]}. {name}" if name in numbers else SHORT_NAMES.get(name, name)
+        rows.append({"kernel": label, **values, "changed": ", ".join(changed) if previous else "(first)"})
+        previous = values
+    return pd.DataFrame(rows).set_index("kernel")
 
 
 # ----------------------------------------------------------------------------- experiment
@@ -646,13 +781,20 @@ def with_shapes(table: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def progression(table: pd.DataFrame) -> pd.DataFrame:
-    """Steps (rows, teaching order) by shape (columns): fraction of cuBLAS in the same run."""
+def progression(table: pd.DataFrame, search: bool = False) -> pd.DataFrame:
+    """Steps (rows, teaching order) by shape (columns): fraction of cuBLAS in the same run; with
+    ``search``, the search's 8x16 tile 16 deep (``SEARCH_VARIANT``) as a last row."""
     t = with_shapes(table)
-    order = [s.name for s in steps.STEPS]
+    order = [s.name for s in steps.STEPS] + ([SEARCH_VARIANT] if search else [])
     t = t[t["variant"].isin(order)]
     wide = t.pivot_table(index="variant", columns="shape", values="of_cublas")
     return wide.reindex(index=order, columns=[s for s in SHAPES if s in wide.columns])
+
+
+def progression_labels(index) -> list[str]:
+    """Row labels for the progression chart: 'n. step' for a step, 'search: tile' for a candidate."""
+    numbers = {s.name: i + 1 for i, s in enumerate(steps.STEPS)}
+    return [f"{numbers[v]}. {v}" if v in numbers else f"search: {v.removeprefix('tile ')}" for v in index]
 
 
 def gflops_table(table: pd.DataFrame) -> pd.DataFrame:
@@ -749,29 +891,38 @@ def targets(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("shape")
 
 
-# On the roofline: one point per tiling (the 128x128 steps between these sit on the same vertical)
-ROOFLINE_STEPS = ("naive_uncoalesced", "naive", "shared_tiled", "register_1d", "register_2d",
-                  "register_2d_uint64", "register_cap", "big_tile")
+# The block tile of cuBLAS's kernel at the square shapes: CUTLASS's SIMT SGEMM, 256 x 128 (its name in
+# the ncu recording: cutlass_80_simt_sgemm_256x128_8x4_nn_align1).
+CUBLAS_CTA = (256, 128)
 
 
-def roofline_points(table: pd.DataFrame, shape: str = "4096^3", names=ROOFLINE_STEPS) -> pd.DataFrame:
-    """Steps at one shape (the slow ones at 2048^3), x = the notes' intensity of their tiling."""
+def cta_label(cta: tuple[int, int] | None) -> str:
+    return "no shared tile" if cta is None else f"block tile {cta[0]}x{cta[1]}"
+
+
+def roofline_points(table: pd.DataFrame, shape: str = "2048^3") -> pd.DataFrame:
+    """Every step, the search's 16-deep 8x16 tile and cuBLAS at one shape (2048^3: where every step
+    ran), each at the intensity the notes count for its block tile (B_M B_N / 2(B_M + B_N); the naive
+    kernels 2K / (8K + 4)): counted, not measured. ``label`` is the step's number ('S' for the search
+    tile), ``name`` the variant, ``kind`` the block tile (the colour)."""
     t = with_shapes(table)
+    t = t[t["shape"] == shape]
+    k = SHAPES[shape][2]
     points = []
-    for step in (steps.step(name) for name in names):
-        where = shape if shape in shapes_for(step.name) else "2048^3"
-        row = t[(t["variant"] == step.name) & (t["shape"] == where)]
-        if row.empty:
-            continue
-        k = SHAPES[where][2]
-        kind = "naive (no reuse)" if step.cta is None else f"CTA tile {step.cta[0]}x{step.cta[1]}"
-        points.append({"label": step.name, "intensity": step_intensity(step.name, k),
-                       "gflops": float(row["gflops"].iloc[0]), "kind": kind})
-    ref = t[(t["variant"] == CUBLAS) & (t["shape"] == shape)]
-    if not ref.empty:
-        points.append({"label": "cuBLAS", "intensity": ideal_intensity(*SHAPES[shape]),
-                       "gflops": float(ref["gflops"].iloc[0]), "kind": "cuBLAS (ideal reuse)"})
-    return pd.DataFrame(points)
+    for number, step in enumerate(steps.STEPS, start=1):
+        row = t[t["variant"] == step.name]
+        if not row.empty:
+            points.append({"label": str(number), "name": step.name, "intensity": step_intensity(step.name, k),
+                           "gflops": float(row["gflops"].iloc[0]), "kind": cta_label(step.cta)})
+    for label, name, cta in (("S", SEARCH_VARIANT, (TUNE[SEARCH_VARIANT].bm, TUNE[SEARCH_VARIANT].bn)),
+                             ("cuBLAS", CUBLAS, CUBLAS_CTA)):
+        row = t[t["variant"] == name]
+        if not row.empty:
+            points.append({"label": label, "name": name, "intensity": cta_intensity(*cta),
+                           "gflops": float(row["gflops"].iloc[0]),
+                           "kind": "cuBLAS, block tile 256x128" if name == CUBLAS else
+                           f"S: the search's {cta[0]}x{cta[1]} tile, 16 deep"})
+    return pd.DataFrame(points, columns=["label", "name", "intensity", "gflops", "kind"])
 
 
 # ---------------------------------------------------------------- the evidence: resources, SASS
@@ -976,7 +1127,9 @@ def issue_bound(result: LessonResult, before: str = "naive", after: str = "share
 
 def wavefront_table(result: LessonResult | None = None) -> pd.DataFrame:
     """Shared wavefronts per warp per k-step: the pair rule's count for each generated kernel the
-    lesson profiles, beside ncu's where the result has it (cuBLAS: ncu only)."""
+    lesson profiles, beside ncu's where the result has it (cuBLAS: ncu only); ``ffma``: the FMAs a
+    thread does per k-step (cuBLAS: 256 x 128 outputs over 256 threads)."""
+    numbers = {s.name: i + 1 for i, s in enumerate(steps.STEPS)}
     rows = []
     for case in (*NCU_CASES,):
         tile = _generated_tile(case) if case != CUBLAS else None
@@ -985,11 +1138,73 @@ def wavefront_table(result: LessonResult | None = None) -> pd.DataFrame:
         measured = np.nan
         if result is not None and case in result.evidence.ncu:
             measured = shared_wavefronts_per_warp_k_step(result.evidence, case)
-        rows.append({"kernel": case, "label": SHORT_NAMES.get(case, case),
+        label = f"{numbers[case]}. {case}" if case in numbers else SHORT_NAMES.get(case, case)
+        rows.append({"kernel": case, "label": label,
                      "lanes": "cuBLAS" if tile is None else lanes_label(tile),
+                     "ffma": CUBLAS_CTA[0] * CUBLAS_CTA[1] // 256 if tile is None else tile.tm * tile.tn,
                      "model": shared_wavefronts_per_k_step(tile)["wavefronts"] if tile else np.nan,
                      "ncu": measured})
     return pd.DataFrame(rows).set_index("kernel")
+
+
+STALL_REASONS = {  # ncu's reasons a warp could not issue, in the order the lesson discusses them
+    "long scoreboard (global memory)": "long_scoreboard",
+    "short scoreboard (shared memory)": "short_scoreboard",
+    "MIO throttle (shared-memory queue)": "mio_throttle",
+    "barrier": "barrier",
+    "wait (fixed latency)": "wait",
+    "math pipe throttle": "math_pipe_throttle",
+    "not selected (another warp issued)": "not_selected",
+}
+
+
+def stall_table(result: LessonResult, cases=("register_cap", "big_tile", CUBLAS)) -> pd.DataFrame:
+    """Warps stalled per issued instruction, by reason (ncu's ``smsp__average_warps_issue_stalled_*
+    _per_issue_active``), reasons as rows and cases as columns; and issue slots busy (%)."""
+    evidence = result.evidence
+    rows = {}
+    for label, short in STALL_REASONS.items():
+        metric = f"smsp__average_warps_issue_stalled_{short}_per_issue_active.ratio"
+        rows[label] = {case: evidence.ncu_value(case, metric) for case in cases}
+    table = pd.DataFrame(rows).T
+    table.loc["issue slots busy (%)"] = [_ncu(evidence, case, "issue_active") for case in cases]
+    return table[list(cases)]
+
+
+_LDS = re.compile(r"/\*([0-9a-f]+)\*/\s+LDS\.128\s+R\d+,\s*\[(R\d+)(?:\+0x([0-9a-f]+))?\]")
+
+
+def lds_schedule(result: LessonResult, name: str) -> pd.DataFrame:
+    """The 16-byte shared loads in a kernel's recorded SASS excerpt (its first memory instructions),
+    decoded with the tile: position (instructions after the first LDS.128), operand, k-step and group.
+    A base register is A's when all its offsets are A's (k-step x row of bm + pad floats + group x
+    the lanes' span along M), else B's."""
+    tile = tile_of(name)
+    lines = result.evidence.kernel(name).get("sass", {}).get("lines", [])
+    found = [(int(m.group(1), 16), m.group(2), int(m.group(3) or "0", 16))
+             for m in map(_LDS.search, lines) if m]
+    if not found:
+        return pd.DataFrame(columns=["instruction", "operand", "k_step", "group"])
+    strides = {"a": (4 * (tile.bm + tile.pad), 4 * (tile.lanes_m * 4 if tile.lanes_m else 4), tile.tm // 4),
+               "b": (4 * tile.bn, 4 * ((32 // tile.lanes_m) * 4 if tile.lanes_m else 4), tile.tn // 4)}
+
+    def fits(offsets, operand):
+        row, step, groups = strides[operand]
+        return all(offset % row % step == 0 and offset % row // step < groups for offset in offsets)
+
+    offsets = {}
+    for _, base, offset in found:
+        offsets.setdefault(base, []).append(offset)
+    operand_of = {}
+    for base, seen in offsets.items():
+        operand_of[base] = "a" if fits(seen, "a") and not fits(seen, "b") else "b"
+    first = found[0][0]
+    rows = []
+    for address, base, offset in found:
+        row, step, _ = strides[operand_of[base]]
+        rows.append({"instruction": (address - first) // 16, "operand": operand_of[base].upper(),
+                     "k_step": offset // row, "group": offset % row // step})
+    return pd.DataFrame(rows)
 
 
 # --------------------------------------------------------------- the checklist, with evidence
@@ -1011,15 +1226,18 @@ def _observation(step: str, previous: str, result: LessonResult) -> str:
         return _fmt(_ncu(evidence, previous, short), spec, suffix)
 
     def fp32(case):
-        return _fmt(fp32_share_of_peak(evidence, case, float(result.meta["peak_fp32_gflops"])), ".0%")
+        return _fmt(fp32_share_of_peak(evidence, case, float(result.meta["peak_fp32_gflops"])), ".1%")
 
     if step == "naive":
         per = sectors_per_request(evidence, previous)
-        return f"ncu: {per:.1f} sectors per global load request (lanes 32 rows apart)"
+        model = naive_sectors_per_request(lanes_along_rows=True)
+        return (f"ncu: {per:.1f} sectors per global load request, the mean of A's {model['a']} (neighbouring "
+                f"lanes read neighbouring rows, K floats apart) and B's {model['b']} (one element for all)")
     if step == "shared_tiled":
-        per = 32 * _ncu(evidence, previous, "requests") / _ncu(evidence, previous, "thread_ffma")
-        return (f"ncu: {per:.1f} global loads per FMA; issue slots {ncu_('issue_active', '.0f', '%')} busy, "
-                f"FFMAs at {fp32(previous)} of the FP32 peak: every element is re-read K times")
+        per_ffma = _ncu(evidence, previous, "instructions") / (_ncu(evidence, previous, "thread_ffma") / 32)
+        return (f"ncu: {per_ffma:.0f} instructions per FFMA, issue slots {ncu_('issue_active', '.0f', '%')} "
+                f"busy, FFMAs at {fp32(previous)} of the FP32 peak: issue-bound (address arithmetic, "
+                "loads, the loop), not waiting on DRAM")
     if step == "register_1d":
         loads = memory.get("LDS", 0) + memory.get("LDS.128", 0)
         return (f"SASS hot loop: {loads} shared loads for {summary.get('loop_ffma', 0)} FFMA ({share} "
@@ -1036,8 +1254,9 @@ def _observation(step: str, previous: str, result: LessonResult) -> str:
                 f"LDG.E.128; {memory.get('LDS', 0)} scalar LDS in the hot loop")
     if step == "unrolled":
         per_loop = summary.get("loop_ffma", 0) // 64  # 64 FMAs (8 x 8) per k-step
-        return (f"SASS: NVVM unrolled {per_loop} of the 8 k-steps: a loop of "
-                f"{summary.get('loop_instructions')} instructions, {share} FFMA")
+        return (f"SASS: NVVM unrolled the rolled k-loop {per_loop} times: a loop of "
+                f"{summary.get('loop_instructions')} instructions holding {per_loop} of a tile's 8 k-steps "
+                f"({share} FFMA), with its counter, compare and branch every {per_loop} k-steps")
     if step == "conflict_free":
         return (f"ncu: {ncu_('conflicts_ld', ',.0f')} shared-load and {ncu_('conflicts_st', ',.0f')} "
                 f"shared-store bank conflicts, {shared_wavefronts_per_warp_k_step(evidence, previous):.0f} "
@@ -1147,29 +1366,137 @@ def errors_table(result: LessonResult) -> pd.DataFrame:
 # -------------------------------------------------------------------------------- figures
 
 
+def progression_figure(result: LessonResult, shapes=("2048^3", "4096^3")):
+    """Each step, and the search's 16-deep 8x16 tile, as a share of cuBLAS at two shapes."""
+    fractions = progression(result.table, search=True)
+    figure = gemm_plots.gemm_progression(fractions, shapes=list(shapes), provenance=result.provenance,
+                                         labels=progression_labels(fractions.index))
+    shown = [s for s in shapes if s in fractions.columns]
+    def at(v, s):
+        value = fractions.loc[v, s]
+        return f"{value:.0%} at {s}" if pd.notna(value) else f"not timed at {s}"
+
+    ends = "; ".join(f"{label}: " + ", ".join(at(v, s) for s in shown)
+                     for v, label in zip(fractions.index, progression_labels(fractions.index), strict=True))
+    return with_alt(figure, f"Horizontal bars in teaching order, each kernel's GFLOP/s as a share of cuBLAS "
+                    f"SGEMM measured in the same run: {ends}.")
+
+
+def roofline_figure(result: LessonResult, roof: dict, shape: str = "2048^3"):
+    """Every step, the search's tile and cuBLAS on the measured roof, at counted intensity."""
+    return gemm_plots.steps_roofline(roof["bandwidth_gbps"], roof["peak_gflops"],
+                                     roofline_points(result.table, shape), provenance=result.provenance)
+
+
+NOISY_SPREAD = 1.2  # a shape whose generated kernels' median run exceeds their fastest by more is noisy
+
+
+def timing_spread(table: pd.DataFrame) -> pd.DataFrame:
+    """Per shape, the run-to-run spread of cuBLAS, of the hand-written steps 1-6 and of the generated
+    kernels (steps 7 on and the search's tiles): the largest median/min and max/min over the group's
+    variants. The generated kernels at the small shapes (0.1-0.3 ms a run) spread far more than cuBLAS."""
+    t = with_shapes(table)
+    hand = [s.name for s in steps.STEPS[:6]]
+    group = np.where(t["variant"] == CUBLAS, "cuBLAS", np.where(t["variant"].isin(hand), "steps 1-6",
+                                                                "generated (steps 7-12, search)"))
+    t = t.assign(group=group, median_over_min=t["median_ms"] / t["min_ms"],
+                 max_over_min=t["max_ms"] / t["min_ms"])
+    out = t.groupby(["shape", "group"])[["median_over_min", "max_over_min"]].max().unstack("group")
+    return out.reindex([s for s in SHAPES if s in out.index])
+
+
+def noisy_shapes(table: pd.DataFrame) -> list[str]:
+    """Shapes where a generated kernel's median run is over ``NOISY_SPREAD`` times its fastest."""
+    spread = timing_spread(table)[("median_over_min", "generated (steps 7-12, search)")]
+    return [shape for shape, value in spread.items() if value > NOISY_SPREAD]
+
+
+def search_figure(result: LessonResult, drop=("128^3",)):
+    """The search as a heatmap; ``drop``: shapes left out (128^3: every kernel there takes less than a
+    launch, and runs spread several times over). Columns of noisy shapes are starred."""
+    fractions = autotune_table(result.table, "of_cublas").drop(columns=list(drop), errors="ignore")
+    noisy = noisy_shapes(result.table)
+    spread = timing_spread(result.table)[("median_over_min", "generated (steps 7-12, search)")]
+    labels = [f"{s} *" if s in noisy else s for s in fractions.columns]
+    starred = [s for s in fractions.columns if s in noisy]
+    note = "; ".join(f"{s}: medians up to {spread[s]:.2f}x the fastest run" for s in starred)
+    xlabel = "matrix shape (M x N x K)" + (f"\n* timings noisy ({note})" if starred else "")
+    figure = gemm_plots.search_heatmap(fractions, provenance=result.provenance, column_labels=labels,
+                                       xlabel=xlabel)
+    best = "; ".join(f"{shape}: {fractions[shape].idxmax()} ({fractions[shape].max():.0%})"
+                     for shape in fractions.columns if fractions[shape].notna().any())
+    blank = int(fractions.isna().sum().sum())
+    return with_alt(figure, f"Heatmap of the tile search: {len(fractions)} tiles as rows, "
+                    f"{len(fractions.columns)} matrix shapes as columns, each cell the tile's share of "
+                    f"cuBLAS at that shape ({blank} cells not timed); the best tile per shape is framed: "
+                    f"{best}. Noisy shapes (starred): {note or 'none'}.")
+
+
+def wavefront_figure(result: LessonResult | None = None):
+    counts = wavefront_table(result)
+    figure = gemm_plots.wavefronts(counts, provenance=result.provenance if result is not None else None)
+    described = "; ".join(f"{row['label']}: model {row['model']:.0f}" if pd.notna(row["model"]) else
+                          f"{row['label']}: ncu {row['ncu']:.1f}" for _, row in counts.iterrows())
+    return with_alt(figure, "Bars of shared-memory wavefronts per warp per k-step, the pair rule's count "
+                    f"beside Nsight Compute's where it was profiled: {described}.")
+
+
+STALL_LABELS = {"register_cap": "step 11", "big_tile": "step 12", CUBLAS: "cuBLAS"}
+
+
+def stall_figure(result: LessonResult, cases=("register_cap", "big_tile", CUBLAS)):
+    table = stall_table(result, cases)
+    figure = gemm_plots.stall_reasons(table, labels=STALL_LABELS, provenance=result.provenance)
+    busy = ", ".join(f"{STALL_LABELS.get(c, c)} {table.loc['issue slots busy (%)', c]:.0f}%" for c in cases)
+    kernels = ", ".join(STALL_LABELS.get(c, c) for c in cases)
+    return with_alt(figure, "Horizontal bars: warps stalled per issued instruction by reason, for "
+                    f"{kernels} at 2048^3; issue slots busy: {busy}.")
+
+
+def hierarchy_figure(tile: codegen.Tile = steps.BIG_TILE):
+    owners = output_owners(tile)
+    figure = gemm_plots.tiling_hierarchy(owners, tile)
+    return with_alt(figure, f"Three panels. A {tile.bm} x {tile.bn} block tile of C with the {tile.bm}-row "
+                    f"panel of A and the {tile.bn}-column panel of B it reads, one {tile.bk}-deep k-tile of "
+                    f"each in shared memory; the block tile split into {tile.threads // 32} warps; warp 0's "
+                    f"outputs by lane, lane 0's {tile.tm} x {tile.tn} outputs as {tile.tm * tile.tn // 16} "
+                    "pieces of 4 x 4.")
+
+
+BANK_LAYOUTS = {"step 8: each thread 8 adjacent columns": steps.UNROLLED_TILE,
+                "step 9: 4-wide pieces, interleaved": steps.CONFLICT_FREE_TILE}
+
+
+def bank_figure(layouts: dict = BANK_LAYOUTS, operand: str = "b"):
+    maps = {label: lds128_bank_map(shared_load_addresses(tile)[(operand, 0)])
+            for label, tile in layouts.items()}
+    figure = gemm_plots.bank_map(maps)
+    totals = "; ".join(f"{label}: {int(m.groupby('phase')['words_in_bank'].max().sum())} wavefronts"
+                       for label, m in maps.items())
+    return with_alt(figure, "Grids of phases by the 32 shared-memory banks for warp 0's first 16-byte load "
+                    "of the B tile, each cell naming the lanes whose words fall in that bank, conflicts in "
+                    f"red: {totals}.")
+
+
+def pipeline_figure(tiles: int = 4):
+    timelines = {"one buffer": pipeline_timeline(tiles),
+                 "two buffers": pipeline_timeline(tiles, double_buffer=True)}
+    figure = gemm_plots.pipeline_timelines(timelines)
+    ends = "; ".join(f"{label}: {t['end'].max():.2f}" for label, t in timelines.items())
+    return with_alt(figure, f"Two timelines of {tiles} k-tiles of one block, bars for global loads, stores "
+                    "to shared memory and FMAs: with two buffers the next tile's loads overlap the FMAs. End "
+                    f"times in units of one k-tile's FMAs: {ends}.")
+
+
 def figures(result: LessonResult, roof: dict) -> dict:
     """Each step as a share of cuBLAS, the steps on the measured roof, the tile search as a heatmap,
-    and shared wavefronts per warp per k-step (the pair rule beside ncu)."""
-    table, provenance = result.table, result.provenance
-    progression_figure = gemm_plots.gemm_progression(progression(table), shapes=["2048^3", "4096^3"],
-                                                     provenance=provenance)
-    roofline_figure = charts.roofline(roof["bandwidth_gbps"], roof["peak_gflops"],
-                                      points=roofline_points(table), provenance=provenance,
-                                      title="GEMM steps on the measured roof (4096^3; slow steps 2048^3)")
-    search_figure = gemm_plots.search_heatmap(autotune_table(table, "of_cublas"), provenance=provenance)
-    wavefront_figure = gemm_plots.wavefronts(wavefront_table(result), provenance=provenance)
-    return {
-        "progression": with_alt(progression_figure, "Horizontal bars, one per step in teaching order: each "
-                                "step's GFLOP/s as a percentage of cuBLAS SGEMM at 2048^3 and 4096^3, from "
-                                "a few percent for the naive kernels to about 90% for the 8x16 micro-tile."),
-        "roofline": with_alt(roofline_figure, "Log-log roofline of the measured bandwidth and FP32 ceilings "
-                             "with one point per tiling step at its arithmetic intensity, and cuBLAS."),
-        "search": with_alt(search_figure, "Heatmap of the tile search: tile candidates as rows, matrix "
-                           "shapes as columns, each cell the tile's fraction of cuBLAS at that shape."),
-        "wavefronts": with_alt(wavefront_figure, "Bars of shared-memory wavefronts per warp per k-step for "
-                               "the generated kernels and cuBLAS: the pair rule's count beside Nsight "
-                               "Compute's measurement."),
-    }
+    shared wavefronts per warp per k-step (the pair rule beside ncu) and, where the result has its
+    counters, the stall reasons of steps 11 and 12 beside cuBLAS."""
+    out = {"progression": progression_figure(result), "roofline": roofline_figure(result, roof),
+           "search": search_figure(result), "wavefronts": wavefront_figure(result)}
+    if all(case in result.evidence.ncu for case in STALL_LABELS):
+        out["stalls"] = stall_figure(result)
+    return out
 
 
 # -------------------------------------------------------------------------------- checks
