@@ -56,6 +56,21 @@ def _swizzled_by_thread_row(a, out):  # XORs with r % 8 (ty), not the row r: a c
 
 
 @cuda.jit
+def _swizzled_without_barrier(a, out):  # the right placement, no cuda.syncthreads(): a race
+    tile = cuda.shared.array((32, 32), numba.float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    rows, cols = a.shape
+    col, row = cuda.blockIdx.x * 32 + tx, cuda.blockIdx.y * 32 + ty
+    for step in range(0, 32, cuda.blockDim.y):
+        if row + step < rows and col < cols:
+            tile[ty + step, tx ^ (ty + step)] = a[row + step, col]
+    out_col, out_row = cuda.blockIdx.y * 32 + tx, cuda.blockIdx.x * 32 + ty
+    for step in range(0, 32, cuda.blockDim.y):
+        if out_row + step < cols and out_col < rows:
+            out[out_row + step, out_col] = tile[tx, (ty + step) ^ tx]
+
+
+@cuda.jit
 def _skewed(a, out):  # a rotation instead of an XOR: also a conflict-free swizzle, no padding
     tile = cuda.shared.array((32, 32), numba.float32)
     tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
@@ -78,7 +93,7 @@ WRONG_ANSWERS = [
     (ex.check_tile32_pipe, pipe_with(32 * 32 + 32 * 32)),  # the row stores taken as conflicting too
     (ex.check_tile32_pipe, pipe_with(32 * 32 + 32, per_sm=False)),  # every tile on one SM
     (ex.check_swizzled_tile, _swizzled_on_store_only),
-    (ex.check_swizzled_tile, _swizzled_by_thread_row),  # padded and unpadded tiles: below, with messages
+    (ex.check_swizzled_tile, _swizzled_by_thread_row),  # padded, unpadded, no barrier: below, with messages
     (ex.check_float64_column, lambda: (16, 1)),  # one half-warp's wavefronts only
     (ex.check_float64_column, lambda: (64, 1)),  # a wavefront per word
     (ex.check_float64_column, lambda: (32, 2)),  # 2 doubles a row: rows 4 banks apart, 2-way conflicts
@@ -98,7 +113,8 @@ def test_another_conflict_free_tile_without_padding_passes():
 def test_the_failures_say_what_is_wrong():  # each kernel traced once: the simulator is slow
     for kernel, says in ((k.transpose_padded_kernel, "that is padding"),  # conflict-free, but 32x33
                          (k.transpose_tiled_kernel, "load and 0 store bank conflicts"),  # 32-way conflicts
-                         (k.transpose_naive_kernel, "reads no shared memory")):
+                         (k.transpose_naive_kernel, "reads no shared memory"),
+                         (_swizzled_without_barrier, "a barrier between them")):  # the race, named
         result = ex.check_swizzled_tile(kernel)
         assert not result.passed and says in result.message
     assert not ex.check_tile32_pipe(lambda *args: 1 / 0).passed

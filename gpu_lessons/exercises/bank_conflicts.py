@@ -108,8 +108,9 @@ def check_swizzled_tile(kernel) -> object:
             return report(name, False, "the kernel reads no shared memory: stage the tile in shared memory")
         if not correct:
             return report(name, False, f"out is not a.T on a {EXERCISE_SHAPE[0]}x{EXERCISE_SHAPE[1]} "
-                          "matrix: element (r, c) of the tile must be read back from where it was stored, "
-                          "so the store and the read must use the same placement")
+                          "matrix: check that the read finds element (r, c) where the store put it (the "
+                          "same placement on both sides), and that every store is done before any read "
+                          "(a barrier between them)")
         touched = shared_bytes_touched(counts)
         if touched > TILE_BYTES:
             return report(name, False, f"your tile reaches byte {touched:,} of shared memory, past the "

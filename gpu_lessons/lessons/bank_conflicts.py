@@ -727,7 +727,7 @@ LESSON_VARIANTS = ["naive", "tile32", "tile32_padded", "tile32_swizzled", "tile6
                    "tile64_vec4_swizzled"]
 CONTROLS_FIGURE = ["tile32_padded_loop", "tile32_padded", *CONTROL_VARIANTS]
 BILLS_FIGURE = ["tile32_padded", "tile32_swizzled", "tile32_padded_2tiles", "tile64_swizzled",
-                "tile32_vec4_swizzled", "tile64_vec4", "tile64_vec4_swizzled"]
+                "tile32_vec4", "tile32_vec4_swizzled", "tile64_vec4", "tile64_vec4_swizzled"]
 
 
 def figures(result: LessonResult, roof: dict) -> dict:

@@ -30,6 +30,9 @@ BANK_BYTES = 4
 WAVEFRONT_COLORS = ["#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000"]
 
 
+FIG_WIDTH = 11.0  # inches: 32 banks wide, room for a 4-digit word at 6.8 pt in each cell
+
+
 def plural(count: int, word: str) -> str:
     """'1 wavefront', '2 wavefronts', 'no bank conflict'."""
     if count == 0:
@@ -92,7 +95,8 @@ def shared_memory_banks(request: pd.DataFrame, title: str | None = None, provena
     """Draw one warp's shared-memory request: lanes (top) -> the 4-byte words they touch, placed in
     their bank (columns 0..31) and in the wavefront that delivers them (rows, in the order the banks
     serve them). A lane reading 8 or 16 bytes gets one box around all its words. Each wavefront has
-    its colour (its row label carries it); a word marked * is read by several lanes (a broadcast)."""
+    its colour (its row label carries it); a word marked * is read by several lanes (a broadcast).
+    ``title`` names the request; the drawn title adds its lanes, bytes, wavefronts and conflicts."""
     layout = shared_bank_layout(request)
     wavefronts = int(layout["wavefront"].max()) + 1
     counted = request.attrs.get("wavefronts")
@@ -101,14 +105,14 @@ def shared_memory_banks(request: pd.DataFrame, title: str | None = None, provena
     own_figure = ax is None
     fig, ax = new_axes(ax)
     if own_figure:
-        fig.set_size_inches(9.0, 1.5 + 0.26 * max(wavefronts, 3))
+        fig.set_size_inches(FIG_WIDTH, 1.6 + 0.32 * max(wavefronts, 3))
     lanes = sorted(layout["lane"].unique())
     top, first_row = 0.0, 1.8  # lanes at y = 0; wavefront w at y = first_row + w (downwards)
     for lane in range(32):
         active = lane in lanes
         ax.add_patch(plt.Rectangle((lane - 0.42, top - 0.4), 0.84, 0.8, facecolor=PALETTE[0] if active
                                    else "white", edgecolor=PALETTE[0], linewidth=0.8))
-        ax.text(lane, top, str(lane), ha="center", va="center", fontsize=6.5,
+        ax.text(lane, top, str(lane), ha="center", va="center", fontsize=8,
                 color="white" if active else PALETTE[0])
     for wave in range(wavefronts):
         ax.add_patch(plt.Rectangle((-0.5, first_row + wave - 0.5), BANKS, 1.0, edgecolor="none", zorder=0,
@@ -121,7 +125,7 @@ def shared_memory_banks(request: pd.DataFrame, title: str | None = None, provena
         ax.add_patch(plt.Rectangle((bank - 0.45, y - 0.4), 0.9, 0.8, facecolor="white",
                                    edgecolor=colors[wave], linewidth=1.0, zorder=2))
         label = f"{word}" + ("*" if readers[word] > 1 else "")
-        ax.text(bank, y, label, ha="center", va="center", fontsize=6.5 if len(label) <= 3 else 5.5, zorder=3)
+        ax.text(bank, y, label, ha="center", va="center", fontsize=8 if len(label) <= 3 else 6.8, zorder=3)
     for lane, words in layout.groupby("lane", sort=True):
         rows = words["wavefront"].unique()
         banks = np.sort(words["bank"].to_numpy())
@@ -147,15 +151,17 @@ def shared_memory_banks(request: pd.DataFrame, title: str | None = None, provena
     ax.tick_params(axis="x", labelsize=STYLE["tick_size"] - 1)
     for side in ("top", "right", "left"):
         ax.spines[side].set_visible(False)
-    ax.set_title(title or request_title(request, wavefronts), fontsize=STYLE["title_size"] - 1, loc="left")
+    ax.set_title(request_title(request, wavefronts, title), fontsize=STYLE["title_size"] - 1, loc="left")
+    verb = "written" if request.attrs.get("op") == "st" else "read"
     if bank_label:
-        ax.set_xlabel("bank (word % 32); each cell is a 4-byte word, * = read by several lanes (broadcast)",
-                      fontsize=STYLE["label_size"] - 1)
+        ax.set_xlabel(f"bank (word % 32); each cell is a 4-byte word, * = {verb} by several lanes"
+                      + (" (broadcast)" if verb == "read" else ""), fontsize=STYLE["label_size"] - 1)
     if provenance:
         add_caption(fig, provenance)
+    writes = "write" if verb == "written" else "read"
     return with_alt(fig, f"One warp's shared-memory request: lanes 0 to 31 on top, lines to the 4-byte "
-                    f"words they read, each word in its bank (column) and in the wavefront that delivers "
-                    f"it (row): {request_title(request, wavefronts)}.")
+                    f"words they {writes}, each word in its bank (column) and in the wavefront that "
+                    f"carries it (row): {request_title(request, wavefronts)}.")
 
 
 def bank_requests(panels: list[tuple[str, pd.DataFrame]], provenance: str | None = None,
@@ -163,14 +169,14 @@ def bank_requests(panels: list[tuple[str, pd.DataFrame]], provenance: str | None
     """Several requests stacked (``panels``: (title, request) pairs), each panel as tall as its
     wavefronts, on the same 32 banks."""
     heights = [shared_bank_layout(request)["wavefront"].max() + 3.2 for _, request in panels]
-    fig = plt.figure(figsize=(9.0, 0.27 * sum(heights) + 0.9), layout="constrained")
+    fig = plt.figure(figsize=(FIG_WIDTH, 0.33 * sum(heights) + 0.9), layout="constrained")
     plt.close(fig)
     axes = fig.subplots(len(panels), 1, height_ratios=heights)
     axes = np.atleast_1d(axes)
     summaries = []
     for index, (ax, (name, request)) in enumerate(zip(axes, panels, strict=True)):
         wavefronts = int(shared_bank_layout(request)["wavefront"].max()) + 1
-        shared_memory_banks(request, title=request_title(request, wavefronts, name), ax=ax,
+        shared_memory_banks(request, title=name, ax=ax,
                             bank_label=index == len(panels) - 1)
         summaries.append(request_title(request, wavefronts, name))
     if title:
