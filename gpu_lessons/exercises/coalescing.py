@@ -283,7 +283,7 @@ def check_stride_prediction(predicted_gbps) -> object:
                               f"{PREDICT_TOLERANCE:.0%}). Count the bytes DRAM moves per copied element "
                               f"(here elements {4 * stride} bytes apart): DRAM reads 64-byte granules, which "
                               "elements under 64 bytes apart share and elements 64 or more bytes apart do "
-                              "not; the write costs 4 bytes; ceiling_gbps, measured, moves 8 bytes per element")
+                              "not; the write costs 4 bytes; the measured ceiling_gbps moves 8 per element")
         return report(name, True, ", ".join(f"stride {s}: the H200 measured {measured[s]:,.0f} GB/s"
                                             for s in PREDICT_STRIDES) + f", within {PREDICT_TOLERANCE:.0%} "
                       "of your DRAM-bytes model")
