@@ -1303,7 +1303,8 @@ def _copies(result: LessonResult):
     return plots.with_alt(
         plots.charts.percent_of_ceiling(big, ceiling, ceiling_label=f"same-run best copy ({ceiling_variant})",
                                         provenance=result.provenance,
-                                        title="Copies at 1 GiB per buffer\n(w4, w8, w16: 4, 8, 16 bytes per access)"),
+                                        title="Copies at 1 GiB per buffer\n"
+                                        "(w4, w8, w16: 4, 8, 16 bytes per access)"),
         "Every copy at 1 GiB per buffer as a share of the same run's best copy: access widths of 4, 8 and 16 "
         "bytes (w4, w8, w16), grid-stride shapes (the best count of waves of blocks, a queue, block chunks) "
         "and CuPy's copy.")
