@@ -1004,8 +1004,6 @@ def adds_per_read(bandwidth_gbps: float, fp32_gflops: float) -> float:
 # ------------------------------------------------------------------------------- figures
 
 
-SHOWN_RESULT: LessonResult | None = None  # the result figures() last drew (live on a GPU, else recorded)
-
 FLOAT_FIGURE_VARIANTS = ["atomic_per_element", "tree_sequential", "grid_stride", "vec4", "vec4_last_block",
                          "vec4_two_pass", CUPY]  # NumPy's reference sums: in the deep dive's table
 
@@ -1013,8 +1011,6 @@ FLOAT_FIGURE_VARIANTS = ["atomic_per_element", "tree_sequential", "grid_stride",
 def figures(result: LessonResult, roof: dict) -> dict:
     """The lesson's measured figures (those whose data the result holds: the waves and trees figures
     need a recording made with those sections) and three concept pictures drawn from the kernels."""
-    global SHOWN_RESULT
-    SHOWN_RESULT = result  # exercise 4 checks a prediction against the measurements the lesson showed
     ceiling, label = roof["bandwidth_gbps"], "measured bandwidth ceiling"
     provenance = result.provenance
     sweep = sweep_rows(result)
