@@ -13,12 +13,12 @@ cuda = ex.cuda  # numba.cuda as gpu_lessons imported it (the mode is chosen befo
 float32 = ex.float32
 
 
-# ----------------------------------------------------------- exercise 1: warp_all_sum
+# ----------------------------------------------------------- exercise 1: half_sums
 
 
 @cuda.jit(device=True)
-def half_warp(value):
-    offset = 8  # starts at 8: each half of the warp sums only itself
+def whole_warp(value):
+    offset = 16  # the full butterfly: every lane holds the warp's sum, not its half's
     while offset > 0:
         value += cuda.shfl_xor_sync(0xFFFFFFFF, value, offset)
         offset //= 2
@@ -26,8 +26,8 @@ def half_warp(value):
 
 
 @cuda.jit(device=True)
-def shuffle_down(value):
-    offset = 16  # the lesson's shfl_down: only lane 0 ends with the warp's sum
+def shuffle_down_halves(value):
+    offset = 8  # the lesson's shfl_down from 8: only lanes 0 and 16 end with their half's sum
     while offset > 0:
         value += cuda.shfl_down_sync(0xFFFFFFFF, value, offset)
         offset //= 2
@@ -36,7 +36,7 @@ def shuffle_down(value):
 
 @cuda.jit(device=True)
 def assigned_not_added(value):
-    offset = 16
+    offset = 8
     while offset > 0:
         value = cuda.shfl_xor_sync(0xFFFFFFFF, value, offset)  # replaces instead of adding
         offset //= 2
@@ -99,65 +99,203 @@ def every_lane_adds(x, out):
         cuda.atomic.add(out, 0, value)  # every lane of warp 0, not only lane 0 (which holds the sum)
 
 
+@cuda.jit
+def calls_block_helper(x, out):
+    tid = cuda.threadIdx.x
+    i = cuda.grid(1)
+    value = float32(0)
+    while i < x.size:
+        value += x[i]
+        i += cuda.gridDim.x * cuda.blockDim.x
+    value = k.block_reduce_sum(value)  # the lesson's block level, not written
+    if tid == 0:
+        cuda.atomic.add(out, 0, value)
+
+
+@cuda.jit
+def atomic_per_warp(x, out):
+    tid = cuda.threadIdx.x
+    i = cuda.blockIdx.x * cuda.blockDim.x * 2 + tid
+    stride = cuda.blockDim.x * 2 * cuda.gridDim.x
+    value = float32(0)
+    while i < x.size:
+        value += x[i]
+        if i + cuda.blockDim.x < x.size:
+            value += x[i + cuda.blockDim.x]
+        i += stride
+    value = k.warp_reduce_sum(value)
+    cuda.syncthreads()
+    if tid % 32 == 0:
+        cuda.atomic.add(out, 0, value)  # one atomic per warp: no second level
+
+
+@cuda.jit
+def no_barrier(x, out):
+    warp_sums = cuda.shared.array(32, float32)
+    tid = cuda.threadIdx.x
+    i = cuda.blockIdx.x * cuda.blockDim.x * 2 + tid
+    stride = cuda.blockDim.x * 2 * cuda.gridDim.x
+    value = float32(0)
+    while i < x.size:
+        value += x[i]
+        if i + cuda.blockDim.x < x.size:
+            value += x[i + cuda.blockDim.x]
+        i += stride
+    value = k.warp_reduce_sum(value)
+    if tid % 32 == 0:
+        warp_sums[tid // 32] = value
+    # no cuda.syncthreads(): warp 0 may read the other warps' entries before they are written
+    value = warp_sums[tid] if tid < (cuda.blockDim.x + 31) // 32 else float32(0)
+    if tid < 32:
+        value = k.warp_reduce_sum(value)
+        if tid == 0:
+            cuda.atomic.add(out, 0, value)
+
+
+@cuda.jit
+def stride_without_2(x, out):
+    warp_sums = cuda.shared.array(32, float32)
+    tid = cuda.threadIdx.x
+    i = cuda.blockIdx.x * cuda.blockDim.x * 2 + tid
+    stride = cuda.blockDim.x * cuda.gridDim.x  # two elements a step, but the grid moves by one block width
+    value = float32(0)
+    while i < x.size:
+        value += x[i]
+        if i + cuda.blockDim.x < x.size:
+            value += x[i + cuda.blockDim.x]
+        i += stride
+    value = k.warp_reduce_sum(value)
+    if tid % 32 == 0:
+        warp_sums[tid // 32] = value
+    cuda.syncthreads()
+    value = warp_sums[tid] if tid < (cuda.blockDim.x + 31) // 32 else float32(0)
+    if tid < 32:
+        value = k.warp_reduce_sum(value)
+        if tid == 0:
+            cuda.atomic.add(out, 0, value)
+
+
+@cuda.jit
+def unguarded_read(x, out):
+    warp_sums = cuda.shared.array(32, float32)
+    tid = cuda.threadIdx.x
+    i = cuda.blockIdx.x * cuda.blockDim.x * 2 + tid
+    stride = cuda.blockDim.x * 2 * cuda.gridDim.x
+    value = float32(0)
+    while i < x.size:
+        value += x[i]
+        if i + cuda.blockDim.x < x.size:
+            value += x[i + cuda.blockDim.x]
+        i += stride
+    value = k.warp_reduce_sum(value)
+    if tid % 32 == 0:
+        warp_sums[tid // 32] = value
+    cuda.syncthreads()
+    if tid < 32:
+        value = k.warp_reduce_sum(warp_sums[tid])  # entries 4..31 were never written (4 warps)
+        if tid == 0:
+            cuda.atomic.add(out, 0, value)
+
+
 # ----------------------------------------------------------------- exercise 3: a tolerance
 
 
-def abs_of_sum(x, depth):
+def _bound(x, depth):
     du = depth * 2.0**-24
-    return math.inf if du >= 1 else du / (1 - du) * abs(float(x.sum()))  # |sum x|, not sum |x|
-
-
-def machine_epsilon(x, depth):
-    du = depth * 2.0**-23  # machine epsilon, twice the unit roundoff
     return math.inf if du >= 1 else du / (1 - du) * float(abs(x).astype("float64").sum())
 
 
-def no_denominator(x, depth):
+def _per_thread(x, blocks, threads):
+    return max(1, -(-len(x) // (blocks * threads)))
+
+
+def no_atomics(x, blocks, threads):
+    return _bound(x, _per_thread(x, blocks, threads) - 1 + int(math.log2(threads)))  # forgets the atomics
+
+
+def no_tree(x, blocks, threads):
+    return _bound(x, _per_thread(x, blocks, threads) - 1 + blocks - 1)  # forgets the block's tree
+
+
+def one_chain(x, blocks, threads):
+    return _bound(x, len(x) - 1)  # the lesson's chain over all n elements
+
+
+def one_tree(x, blocks, threads):
+    return _bound(x, math.ceil(math.log2(max(len(x), 2))))  # the lesson's tree over all n elements
+
+
+def floor_not_ceil(x, blocks, threads):
+    per_thread = max(1, len(x) // (blocks * threads))  # the longest chain rounds up, not down
+    return _bound(x, per_thread - 1 + int(math.log2(threads)) + blocks - 1)
+
+
+def abs_of_sum(x, blocks, threads):
+    depth = _per_thread(x, blocks, threads) - 1 + int(math.log2(threads)) + blocks - 1
     du = depth * 2.0**-24
-    return math.inf if du >= 1 else du * float(abs(x).astype("float64").sum())  # d u, not d u / (1 - d u)
-
-
-def no_infinity(x, depth):
-    du = depth * 2.0**-24  # the formula everywhere: negative past d u = 1
-    return du / (1 - du) * float(abs(x).astype("float64").sum())
+    return math.inf if du >= 1 else du / (1 - du) * abs(float(x.sum()))  # |sum x|, not sum |x|
 
 
 # ---------------------------------------------------------------- exercise 4: predict a time
 
 
-def no_launch_cost(n, t0_us, bw_gbps):
-    return 4 * n / (bw_gbps * 1e3)  # bytes over bandwidth only
+def _fit():
+    fit = ex.lesson.launch_model(ex.lessons.load("reduce", live=False), ["vec4_last_block"])
+    return fit.set_index("variant").loc["vec4_last_block"]
 
 
-def elements_not_bytes(n, t0_us, bw_gbps):
-    return t0_us + n / (bw_gbps * 1e3)  # n bytes, not 4n
+def datasheet_bandwidth(n):
+    return float(_fit()["t0_us"]) + 4 * n / 4.8e6  # the H200's 4.8 TB/s datasheet figure
 
 
-def bandwidth_units(n, t0_us, bw_gbps):
-    return t0_us + 4 * n / bw_gbps  # bytes / (GB/s) is ns, not us
+def copy_ceiling(n):
+    return float(_fit()["t0_us"]) + 4 * n / (ex.lessons.roof()["bandwidth_gbps"] * 1e3)  # lesson 1's copy
+
+
+def gib_for_gb(n):
+    fit = _fit()
+    return float(fit["t0_us"]) + 4 * n / (float(fit["bw_gbps"]) * 2**30 / 1e6)  # GiB/s read as GB/s
+
+
+def no_launch_cost(n):
+    return 4 * n / (float(_fit()["bw_gbps"]) * 1e3)  # bytes over bandwidth only
+
+
+def cupy_fit(n):
+    fit = ex.lesson.launch_model(ex.lessons.load("reduce", live=False), ["cupy.sum"]).iloc[0]
+    return float(fit["t0_us"]) + 4 * n / (float(fit["bw_gbps"]) * 1e3)  # another variant's fit
 
 
 NOTEBOOK = "05_reduce.ipynb"
 SOLUTIONS = [
-    (ex.check_warp_all_sum, ex.solution_warp_all_sum),
+    (ex.check_half_sums, ex.solution_half_sums),
     (ex.check_reduce_sum, ex.solution_reduce_sum),
     (ex.check_tolerance, ex.solution_tolerance),
     (ex.check_predicted_time, ex.solution_predicted_time),
 ]
 WRONG_ANSWERS = [
-    (ex.check_warp_all_sum, half_warp),
-    (ex.check_warp_all_sum, shuffle_down),
-    (ex.check_warp_all_sum, assigned_not_added),
+    (ex.check_half_sums, whole_warp),
+    (ex.check_half_sums, shuffle_down_halves),
+    (ex.check_half_sums, assigned_not_added),
     (ex.check_reduce_sum, early_exit),
     (ex.check_reduce_sum, no_grid_stride),
     (ex.check_reduce_sum, every_lane_adds),
+    (ex.check_reduce_sum, calls_block_helper),
+    (ex.check_reduce_sum, atomic_per_warp),
+    (ex.check_reduce_sum, no_barrier),
+    (ex.check_reduce_sum, stride_without_2),
+    (ex.check_reduce_sum, unguarded_read),
+    (ex.check_tolerance, no_atomics),
+    (ex.check_tolerance, no_tree),
+    (ex.check_tolerance, one_chain),
+    (ex.check_tolerance, one_tree),
+    (ex.check_tolerance, floor_not_ceil),
     (ex.check_tolerance, abs_of_sum),
-    (ex.check_tolerance, machine_epsilon),
-    (ex.check_tolerance, no_denominator),
-    (ex.check_tolerance, no_infinity),
+    (ex.check_predicted_time, datasheet_bandwidth),
+    (ex.check_predicted_time, copy_ceiling),
+    (ex.check_predicted_time, gib_for_gb),
     (ex.check_predicted_time, no_launch_cost),
-    (ex.check_predicted_time, elements_not_bytes),
-    (ex.check_predicted_time, bandwidth_units),
+    (ex.check_predicted_time, cupy_fit),
 ]
 
 (test_notebook_has_one_cell_per_exercise, test_skeleton_fails, test_solution_passes,
@@ -172,21 +310,32 @@ def test_an_early_exit_deadlocks_on_the_simulator():
         assert "Deadlock" in result.message, result
 
 
-def test_shfl_down_gets_the_hint_that_only_lane_0_has_the_sum():
-    assert "only lane 0" in ex.check_warp_all_sum(shuffle_down).message
-    assert "only lane 0" not in ex.check_warp_all_sum(half_warp).message  # there lane 0 is wrong too
+def test_a_wrong_half_sum_gets_a_true_hint():
+    assert "whole warp's sum" in ex.check_half_sums(whole_warp).message
+    assert "first lane of each half" in ex.check_half_sums(shuffle_down_halves).message
+    assert "first lane of each half" not in ex.check_half_sums(assigned_not_added).message
+
+
+def test_a_wrong_reduce_sum_gets_a_true_hint():
+    assert "block_reduce_sum" in ex.check_reduce_sum(calls_block_helper).message
+    assert "one per warp" in ex.check_reduce_sum(atomic_per_warp).message
+    assert "only one lane" in ex.check_reduce_sum(every_lane_adds).message
+    assert "barrier" in ex.check_reduce_sum(no_barrier).message
+    assert "more than once" in ex.check_reduce_sum(stride_without_2).message
+    assert "never added" in ex.check_reduce_sum(no_grid_stride).message
+    if gpu_lessons.SIMULATED:  # on a GPU unwritten shared memory holds whatever was there
+        assert "NaN" in ex.check_reduce_sum(unguarded_read).message
 
 
 def test_a_wrong_tolerance_gets_a_true_hint():
-    assert "2^-24" in ex.check_tolerance(machine_epsilon).message
-    assert "denominator" in ex.check_tolerance(no_denominator).message
+    assert "atomics" not in ex.check_tolerance(no_tree).message
+    assert "onto out[0]" in ex.check_tolerance(no_atomics).message
+    assert "block's tree" in ex.check_tolerance(no_tree).message
+    assert "one chain over all n" in ex.check_tolerance(one_chain).message
     assert "sum|x|" in ex.check_tolerance(abs_of_sum).message
-    assert "math.inf" in ex.check_tolerance(no_infinity).message
-    for answer in (machine_epsilon, no_denominator, no_infinity):  # hints name what each got wrong
-        assert "not with |sum x|" not in ex.check_tolerance(answer).message
 
 
 def test_a_wrong_prediction_gets_a_true_hint():
-    assert "add it" in ex.check_predicted_time(no_launch_cost).message
-    assert "4 bytes" in ex.check_predicted_time(elements_not_bytes).message
-    assert "10^3 bytes per microsecond" in ex.check_predicted_time(bandwidth_units).message
+    for answer in (datasheet_bandwidth, copy_ceiling, gib_for_gb):  # wrong at 2^28, where the bytes decide
+        assert "which bandwidth" in ex.check_predicted_time(answer).message
+    assert "too short where the launch cost" in ex.check_predicted_time(no_launch_cost).message

@@ -1005,7 +1005,7 @@ def adds_per_read(bandwidth_gbps: float, fp32_gflops: float) -> float:
 
 
 FLOAT_FIGURE_VARIANTS = ["atomic_per_element", "tree_sequential", "grid_stride", "vec4", "vec4_last_block",
-                         "vec4_two_pass", CUPY, "sequential float32 (cumsum)", "numpy pairwise float32"]
+                         "vec4_two_pass", CUPY]  # NumPy's reference sums: in the deep dive's table
 
 
 def figures(result: LessonResult, roof: dict) -> dict:
@@ -1024,7 +1024,9 @@ def figures(result: LessonResult, roof: dict) -> dict:
         "size": figs.size_sweep(
             sweep[sweep["variant"] != NUMBA_REDUCE],
             model_times(fits[fits["variant"].isin(["vec4_last_block", reference])], SIZES),
-            versus(result, reference, [v for v in BEST if v != reference]), reference, provenance=provenance),
+            versus(result, reference, [v for v in BEST if v != reference]), reference, provenance=provenance,
+            fitted_from=4 * MODEL_SMALLEST,
+            errors=fits.set_index("variant")["max_model_error"].to_dict()),
         "grid": figs.metric_vs(
             grid_rows(result), "param", xlabel="Blocks per SM (256 threads each)", ceiling=ceiling,
             ceiling_label="copy ceiling", provenance=provenance,

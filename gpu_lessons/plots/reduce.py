@@ -13,6 +13,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
 from .style import (
@@ -174,6 +175,8 @@ def size_sweep(
     ratios: pd.DataFrame,
     reference: str,
     provenance: str | None = None,
+    fitted_from: float | None = None,
+    errors: dict | None = None,
 ) -> Figure:
     """The size sweep in two panels: time per call against bytes read (log-log), with the launch
     model t0 + 4N/BW drawn as a wide pale line under the variants it was fitted to (``models``:
@@ -184,8 +187,15 @@ def size_sweep(
     colors = variant_colors(sweep)
     for variant, rows in models.groupby("variant", sort=False):
         rows = rows.sort_values("x")
+        if fitted_from is not None:
+            rows = rows[rows["x"] >= fitted_from]
+        error = f", error <= {errors[variant]:.1%}" if errors and variant in errors else ""
         left.plot(rows["x"], rows["value"], color=colors.get(variant, STYLE["ceiling_color"]), linewidth=8,
-                  alpha=0.28, solid_capstyle="butt", label=f"model t0 + 4N/BW of {variant}")
+                  alpha=0.28, solid_capstyle="butt", label=f"model of {variant}{error}")
+    if fitted_from is not None:
+        left.axvline(fitted_from, color=STYLE["ceiling_color"], linestyle=":", linewidth=1.0)
+        left.annotate("model fitted from here", xy=(fitted_from, 0.02), xycoords=("data", "axes fraction"),
+                      xytext=(4, 0), textcoords="offset points", fontsize=STYLE["note_size"] - 1)
     for variant, rows in sweep.groupby("variant", sort=False):
         rows = rows.sort_values("bytes")
         style = PROVIDER_STYLE.get(rows["provider"].iloc[0], PROVIDER_STYLE["gpu_lessons"])
@@ -214,7 +224,8 @@ def size_sweep(
         add_caption(fig, provenance)
     wins = ", ".join(f"{v} {ratios[v].min():.2f}-{ratios[v].max():.2f}x" for v in ratios.columns)
     return with_alt(fig, "Left: time per call of each reduction against bytes read, log-log, with the fitted "
-                    "launch model t0 + 4N/BW drawn under two of them. Right: each of our kernels' bandwidth "
+                    "launch model t0 + 4N/BW drawn under two of them "
+                    "over the sizes it was fitted to. Right: each of our kernels' bandwidth "
                     f"over {reference}'s at every size, against a line at 1 (range over sizes: {wins}).")
 
 
@@ -338,6 +349,7 @@ def float_errors(frame: pd.DataFrame, provenance: str | None = None,
     ax.set_yticks(np.arange(len(variants))[::-1], variants)
     ax.set_xscale("log")
     ax.set_xlim(floor, right_edge * 3e4)  # room for the notes right of the longest bar or bound
+    ax.xaxis.set_major_locator(FixedLocator([t for t in 10.0 ** np.arange(-12, 1) if floor <= t <= 1]))
     ax.plot([], [], color="black", linewidth=1.4, label="derived bound gamma_d")
     fig = finish(fig, ax, "Float32 sums: error against the float64 sum, and bits per run",
                  "max |sum - exact| / sum|x| over the runs (log scale)", "", provenance,
@@ -429,7 +441,8 @@ def tree_activity(schedules: dict) -> Figure:
             ax.axvline(edge - 0.5, color=STYLE["ceiling_color"], linewidth=0.7)
         warps = schedule.groupby("level")["warp"].nunique()
         for level, count in warps.items():
-            ax.annotate(f"{count} warps", xy=(1.0, level), xycoords=("axes fraction", "data"), xytext=(4, 0),
+            ax.annotate(f"{count} warp{'s' if count != 1 else ''}", xy=(1.0, level),
+                        xycoords=("axes fraction", "data"), xytext=(4, 0),
                         textcoords="offset points", va="center", fontsize=STYLE["note_size"] - 1)
         strides = schedule.groupby("level")["s"].first()
         ax.set_yticks(range(levels), [f"s={s}" for s in strides])
@@ -437,7 +450,7 @@ def tree_activity(schedules: dict) -> Figure:
                      fontsize=STYLE["label_size"], loc="left")
         ax.tick_params(labelsize=STYLE["tick_size"] - 1)
         summary.append(f"{kind} {int(warps.sum())}")
-    axes[-1].set_xlabel("thread index (grey lines: warp boundaries, every 32 threads)",
+    axes[-1].set_xlabel("thread index (vertical lines: warp boundaries, every 32 threads)",
                         fontsize=STYLE["label_size"])
     return with_alt(fig, "For each shared-memory tree, a grid of tree levels by the 256 threads of a block, "
                     "coloured where a thread adds at that level, with the number of warps that must execute "
@@ -462,10 +475,18 @@ def shuffle_butterflies(steps: dict) -> Figure:
         ax.set_ylim(width - 0.5, -0.5)
         ax.set_yticks(range(0, width, 4))
         ax.set_title(f"shfl_{kind}_sync", fontsize=STYLE["title_size"], loc="left")
+        ax.set_xlabel("shuffle step (offset)", fontsize=STYLE["label_size"])
         ax.tick_params(labelsize=STYLE["tick_size"])
         for side in ("top", "right"):
             ax.spines[side].set_visible(False)
     axes[0].set_ylabel("lane", fontsize=STYLE["label_size"])
+    first = next(iter(steps.values()))
+    handles = [Line2D([], [], color=PALETTE[step % len(PALETTE)], linewidth=1.6, label=f"offset {offset}")
+               for step, offset in first.groupby("step")["offset"].first().items()]
+    handles.append(Line2D([], [], color="#b0b0b0", linewidth=1.2, linestyle="--",
+                          label="past the warp's end: own value"))
+    fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), frameon=False,
+               fontsize=STYLE["legend_size"] - 1)
     return with_alt(fig, "Two diagrams of a warp's 32 lanes over five shuffle steps (offsets 16, 8, 4, "
                     "2, 1): lines join the lane a value is read from to the lane that adds it. With "
                     "shfl_down only lane 0 ends with the whole sum, and lanes past the end read their own "
