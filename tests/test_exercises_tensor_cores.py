@@ -134,6 +134,10 @@ WRONG_ANSWERS = [
     # the percentage used as a fraction
     (ex.check_issue_time, lambda n, pct, sms: n / (SCHEDULERS * sms * CLOCK_HZ * pct) * 1e6),
     (ex.check_issue_time, lambda n, pct, sms: 400.0),  # one number for every kernel
+    # a round 2 GHz instead of the 1.98 GHz the prompt gives (cuBLAS: -3.2%)
+    (ex.check_issue_time, lambda n, pct, sms: n / (SCHEDULERS * sms * 2.0e9 * pct / 100) * 1e6),
+    # the H200's base clock, 1.755 GHz (+10.6%)
+    (ex.check_issue_time, lambda n, pct, sms: n / (SCHEDULERS * sms * 1.755e9 * pct / 100) * 1e6),
     # the measured durations looked up, whatever the input (a constant per call would fail too)
     (ex.check_issue_time, lambda n, pct, sms: {304443392: 391.68, 313575424: 414.208, 318033920: 442.912,
                                                 313875456: 438.72, 301505536: 344.064}.get(n, 400.0)),
