@@ -236,6 +236,55 @@ def _transposed(a_tile, b_tile, tx, ty):
     return total
 
 
+@cuda.jit(device=True)
+def _summed_twice(a_tile, b_tile, tx, ty):
+    total = numba.float32(0.0)
+    for k in range(TILE):
+        total += a_tile[ty, k] * b_tile[k, tx]
+        total += a_tile[ty, k] * b_tile[k, tx]
+    return total
+
+
+@cuda.jit(device=True)
+def _b_tile_transposed(a_tile, b_tile, tx, ty):
+    total = numba.float32(0.0)
+    for k in range(TILE):
+        total += a_tile[ty, k] * b_tile[tx, k]
+    return total
+
+
+@cuda.jit(device=True)
+def _half_the_tile(a_tile, b_tile, tx, ty):
+    total = numba.float32(0.0)
+    for k in range(TILE // 2):
+        total += a_tile[ty, k] * b_tile[k, tx]
+    return total
+
+
+@cuda.jit
+def tile_loop_tail_short(a, b, c):
+    """range(min(TILE, depth - start) - 1): the last k of every tile missing, the 5-deep tail's included."""
+    a_tile = cuda.shared.array((16, 16), numba.float32)
+    b_tile = cuda.shared.array((16, 16), numba.float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    row, col = cuda.blockIdx.y * TILE + ty, cuda.blockIdx.x * TILE + tx
+    m, depth = a.shape
+    n = b.shape[1]
+    acc = numba.float32(0.0)
+    for start in range(0, depth, TILE):
+        a_tile[ty, tx] = a[row, start + tx] if row < m and start + tx < depth else 0.0
+        b_tile[ty, tx] = b[start + ty, col] if start + ty < depth and col < n else 0.0
+        cuda.syncthreads()
+        for k in range(min(TILE, depth - start) - 1):
+            acc += a_tile[ty, k] * b_tile[k, tx]
+        cuda.syncthreads()
+    if row < m and col < n:
+        c[row, col] = acc
+
+
+tile_loop_summed_twice = _tiled_with_loop(_summed_twice)  # every product added twice: C = 2 A @ B
+tile_b_transposed = _tiled_with_loop(_b_tile_transposed)  # b_tile[tx, k]: each 16 x 16 tile of B transposed
+tile_loop_half = _tiled_with_loop(_half_the_tile)  # range(TILE // 2): places 8-15 of each tile missing
 tile_loop_one_short = _tiled_with_loop(_one_short)  # range(TILE - 1): each tile's last k missing
 tile_loop_from_one = _tiled_with_loop(_from_one)  # range(1, TILE): each tile's first k missing
 tile_indices_transposed = _tiled_with_loop(_transposed)  # tx and ty swapped: C transposed per tile
@@ -268,6 +317,61 @@ def micro_loop_one_short(a, b, c):
         c[row + 1, col] = acc10
         if has_col1:
             c[row + 1, col + 1] = acc11
+
+
+@cuda.jit
+def micro_no_block_index(a, b, c):
+    """blockIdx forgotten: every block computes the first block's 32 x 32 outputs."""
+    m, depth = a.shape
+    n = b.shape[1]
+    row = 2 * cuda.threadIdx.y
+    col = 2 * cuda.threadIdx.x
+    if row >= m or col >= n:
+        return
+    has_row1, has_col1 = row + 1 < m, col + 1 < n
+    acc00 = acc01 = acc10 = acc11 = np.float32(0)
+    for k in range(depth):
+        a0 = a[row, k]
+        a1 = a[row + 1, k] if has_row1 else np.float32(0)
+        b0 = b[k, col]
+        b1 = b[k, col + 1] if has_col1 else np.float32(0)
+        acc00 = cuda.fma(a0, b0, acc00)
+        acc01 = cuda.fma(a0, b1, acc01)
+        acc10 = cuda.fma(a1, b0, acc10)
+        acc11 = cuda.fma(a1, b1, acc11)
+    c[row, col] = acc00
+    if has_col1:
+        c[row, col + 1] = acc01
+    if has_row1:
+        c[row + 1, col] = acc10
+        if has_col1:
+            c[row + 1, col + 1] = acc11
+
+
+@cuda.jit
+def micro_no_store_11(a, b, c):
+    """The store of c[row + 1, col + 1] forgotten."""
+    m, depth = a.shape
+    n = b.shape[1]
+    row = 2 * (cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y)
+    col = 2 * (cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x)
+    if row >= m or col >= n:
+        return
+    has_row1, has_col1 = row + 1 < m, col + 1 < n
+    acc00 = acc01 = acc10 = np.float32(0)
+    for k in range(depth):
+        a0 = a[row, k]
+        a1 = a[row + 1, k] if has_row1 else np.float32(0)
+        b0 = b[k, col]
+        b1 = b[k, col + 1] if has_col1 else np.float32(0)
+        acc00 = cuda.fma(a0, b0, acc00)
+        acc01 = cuda.fma(a0, b1, acc01)
+        acc10 = cuda.fma(a1, b0, acc10)
+    c[row, col] = acc00
+    if has_col1:
+        c[row, col + 1] = acc01
+    if has_row1:
+        c[row + 1, col] = acc10
 
 
 @cuda.jit
@@ -320,6 +424,40 @@ def test_hints_name_the_pattern(capsys):
     assert "partial" in ex.check_global_sectors(floor_blocks).message
 
 
+def test_hints_name_the_slip(capsys):
+    """Reviewed slips get a hint that names them, not "every output is wrong"."""
+    hints = {tile_loop_summed_twice: "exactly 2 times A @ B",
+             tile_loop_tail_short: "k = 15, 20: the last k of each 16-deep tile",
+             tile_b_transposed: "each 16 x 16 tile of B transposed",
+             tile_loop_half: "k = 8-15: places 8-15 of each 16-deep tile, half of its k"}
+    for kernel, words in hints.items():
+        assert words in ex.check_tiled_kernel(kernel).message
+    micro = {micro_no_block_index: "nothing outside C[0:32, 0:32] (the first block's outputs)",
+             micro_no_store_11: "C[row + 1, col + 1] never written (every output in an odd row and an odd",
+             no_edge_guard: "row 36 and column 34 never written (the last",
+             }
+    for kernel, words in micro.items():
+        assert words in ex.check_micro_tile_kernel(kernel).message
+    skeleton = ex.check_micro_tile_kernel(micro_skeleton).message
+    assert "C[row, col + 1], C[row + 1, col], C[row + 1, col + 1] never written" in skeleton
+    assert "an odd row or an odd column" in skeleton
+
+
+@cuda.jit
+def micro_skeleton(a, b, c):
+    """The notebook's skeleton, only C[row, col] stored."""
+    m, depth = a.shape
+    n = b.shape[1]
+    row = 2 * (cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y)
+    col = 2 * (cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x)
+    if row >= m or col >= n:
+        return
+    acc00 = np.float32(0)
+    for k in range(depth):
+        acc00 = cuda.fma(a[row, k], b[k, col], acc00)
+    c[row, col] = acc00
+
+
 WRONG_ANSWERS = [
     (ex.check_tiled_kernel, tiles_swapped),
     (ex.check_tiled_kernel, last_product_only),
@@ -327,10 +465,16 @@ WRONG_ANSWERS = [
     (ex.check_tiled_kernel, tile_loop_one_short),
     (ex.check_tiled_kernel, tile_loop_from_one),
     (ex.check_tiled_kernel, tile_indices_transposed),
+    (ex.check_tiled_kernel, tile_loop_summed_twice),
+    (ex.check_tiled_kernel, tile_loop_tail_short),
+    (ex.check_tiled_kernel, tile_b_transposed),
+    (ex.check_tiled_kernel, tile_loop_half),
     (ex.check_micro_tile_kernel, four_dot_products),
     (ex.check_micro_tile_kernel, no_edge_guard),
     (ex.check_micro_tile_kernel, micro_loop_one_short),
     (ex.check_micro_tile_kernel, micro_acc01_acc10_swapped),
+    (ex.check_micro_tile_kernel, micro_no_block_index),
+    (ex.check_micro_tile_kernel, micro_no_store_11),
     (ex.check_global_sectors, ideal_sectors),
     (ex.check_global_sectors, bytes_not_sectors),
     (ex.check_global_sectors, sectors_with_c),

@@ -60,6 +60,9 @@ def _blockwise_transposed(reference, size: int) -> np.ndarray:
 
 def _k_description(missing: list[int], depth: int, tile: int | None) -> str:
     ks = ", ".join(str(k) for k in missing)
+    if tile and len(missing) > 1 and missing == _last_of_each_tile(depth, tile):
+        tail = depth - (depth - 1) // tile * tile
+        return f"k = {ks}: the last k of each {tile}-deep tile (the last tile is {tail} deep)"
     if tile and all(k % tile == tile - 1 for k in missing):
         return f"k = {ks} (k mod {tile} = {tile - 1}: a tile's last k)"
     if tile and all(k % tile == 0 for k in missing):
@@ -68,39 +71,129 @@ def _k_description(missing: list[int], depth: int, tile: int | None) -> str:
         return f"k = {ks}: the last k-step"
     if missing == [0]:
         return f"k = {ks}: the first k-step"
+    if tile and len(missing) > 1:
+        places = sorted({k % tile for k in missing})
+        share = "half" if len(places) == tile // 2 else f"{len(places)} of {tile}"
+        return f"k = {_spans(missing)}: places {_spans(places)} of each {tile}-deep tile, {share} of its k"
     return f"k = {ks}"
+
+
+def _last_of_each_tile(depth: int, tile: int) -> list[int]:
+    return [min(start + tile, depth) - 1 for start in range(0, depth, tile)]
+
+
+def _missing_k_candidates(depth: int, tile: int | None) -> list[list[int]]:
+    """Sets of k whose products a slip in the loop's range leaves out."""
+    candidates = [[k] for k in range(depth)]
+    if tile:
+        candidates += [list(range(r, depth, tile)) for r in range(tile)]
+        candidates.append(_last_of_each_tile(depth, tile))
+        # a run of places within every tile: range(8), range(8, 16), range(1, 15), ...
+        candidates += [[k for k in range(depth) if not lo <= k % tile < hi]
+                       for lo in range(tile) for hi in range(lo + 1, tile + 1) if hi - lo < tile - 1]
+    seen, out = set(), []
+    for missing in candidates:
+        if missing and len(missing) < depth and tuple(missing) not in seen:
+            seen.add(tuple(missing))
+            out.append(missing)
+    return out
 
 
 def _pattern(c, a, b, tile: int, k_tile: int | None) -> str:
     """What is wrong with C, as a fact about C (true whatever code produced it)."""
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     depth = a.shape[1]
-    candidates = [[k] for k in range(depth)]
-    if k_tile:
-        candidates += [list(range(r, depth, k_tile)) for r in range(k_tile)]
-    for missing in filter(None, candidates):
+    reference = a64 @ b64
+    for times in range(2, 2 * depth + 1):
+        if _close(c, times * reference, a, b):
+            return (f"C is exactly {times} times A @ B, as if each product were summed {times} times: "
+                    "count how often each a * b reaches c")
+    for missing in _missing_k_candidates(depth, k_tile):
         kept = np.ones(depth, bool)
         kept[missing] = False
         if _close(c, a64[:, kept] @ b64[kept], a, b):
             return (f"C equals A @ B without the products of {_k_description(missing, depth, k_tile)}: "
                     "check the range of your loop over k")
-    reference = a64 @ b64
     if _close(c, _blockwise_transposed(reference, tile), a, b):
         where = "each thread's 2 x 2 outputs" if tile == 2 else f"each {tile} x {tile} tile"
         return (f"C is transposed within {where}: C[i, j] holds the value that belongs at C[j, i] of the "
                 "block; rows and columns (ty/tx, or 0/1 of the accumulators) are swapped somewhere")
+    if k_tile:
+        for operand, product in (("B", a64 @ _blockwise_transposed(b64, k_tile)),
+                                 ("A", _blockwise_transposed(a64, k_tile) @ b64)):
+            if _close(c, product, a, b):
+                return (f"C equals A @ B with each {k_tile} x {k_tile} tile of {operand} transposed: "
+                        f"{operand.lower()}_tile is read with its two indices in the wrong order")
     wrong = np.abs(c - reference) > lesson.fp32_error_bound(a, b)
     rows, cols = np.flatnonzero(wrong.any(axis=1)), np.flatnonzero(wrong.any(axis=0))
+    if not c.any():
+        return "every output is 0: no product reached c"
     if wrong.all():
         return "every output is wrong: work one output by hand, the sum over k of A[row, k] * B[k, col]"
     return (f"{int(wrong.sum())} of {c.size} outputs are wrong, in rows {rows.min()}-{rows.max()} and "
             f"columns {cols.min()}-{cols.max()} ({len(rows)} rows, {len(cols)} columns)")
 
 
-def _verdict(name, c, a, b, tile: int = 16, k_tile: int | None = None):
+def _spans(indices) -> str:
+    """0, 1, 2, 5 -> '0-2, 5'."""
+    runs, indices = [], list(indices)
+    for i in indices:
+        if runs and i == runs[-1][1] + 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return ", ".join(f"{lo}" if lo == hi else f"{lo}-{hi}" for lo, hi in runs)
+
+
+def _unwritten(c, tile: int, block: int) -> str:
+    """Which outputs were never written, as a pattern (true whatever code produced it)."""
+    nan = np.isnan(c)
+    m, n = c.shape
+    count = f"{int(nan.sum())} of {c.size} outputs never written"
+    written = ~nan
+    if not written.any():
+        return f"{count}: none at all; store the results in c"
+    rows, cols = np.flatnonzero(written.any(axis=1)), np.flatnonzero(written.any(axis=0))
+    parts = []
+    top, left = rows.max() + 1, cols.max() + 1
+    inner = nan
+    whole_blocks = all(end == size or end % block == 0 for end, size in ((top, m), (left, n)))
+    if (top < m or left < n) and whole_blocks and rows.min() == 0 and cols.min() == 0:
+        first = " (the first block's outputs)" if top <= block and left <= block else ""
+        parts.append(f"nothing outside C[0:{top}, 0:{left}]{first} is written: each block must find "
+                     f"its own {block} x {block} outputs")
+        inner = nan[:top, :left]
+    if tile == 2 and inner.any():
+        places = {(i, j): inner[i::2, j::2] for i in range(2) for j in range(2) if inner[i::2, j::2].size}
+        missing = [p for p, v in places.items() if v.all()]
+        if missing and all(not v.any() for p, v in places.items() if p not in missing):
+            names = ", ".join(f"C[row{' + 1' if i else ''}, col{' + 1' if j else ''}]" for i, j in missing)
+            parity = {(0, 0): "an even row and an even column", (0, 1): "an even row and an odd column",
+                      (1, 0): "an odd row and an even column", (1, 1): "an odd row and an odd column"}
+            where = ("an odd row or an odd column" if sorted(missing) == [(0, 1), (1, 0), (1, 1)]
+                     else "; ".join(parity[p] for p in missing))
+            parts.append(f"of each thread's 2 x 2 outputs, {names} never written (every output in {where})")
+            inner = np.zeros_like(inner)
+    if inner.any():
+        empty_rows, empty_cols = np.flatnonzero(inner.all(axis=1)), np.flatnonzero(inner.all(axis=0))
+        rest = np.delete(np.delete(inner, empty_rows, axis=0), empty_cols, axis=1)
+        if not rest.any():
+            said = [f"{word}{'s' if len(found) > 1 else ''} {_spans(found)}"
+                    for word, found in (("row", empty_rows), ("column", empty_cols)) if len(found)]
+            at_edge = all(not len(found) or found.max() == size - 1
+                          for found, size in ((empty_rows, inner.shape[0]), (empty_cols, inner.shape[1])))
+            parts.append(f"{' and '.join(said)} never written" + (" (the last: check your guards at the edge)"
+                                                                  if at_edge else ""))
+        else:
+            nan_rows, nan_cols = np.flatnonzero(inner.any(axis=1)), np.flatnonzero(inner.any(axis=0))
+            parts.append(f"the unwritten ones lie in rows {_spans(nan_rows)} and columns {_spans(nan_cols)}")
+    return f"{count}: " + "; ".join(parts)
+
+
+def _verdict(name, c, a, b, tile: int = 16, k_tile: int | None = None, block: int = 16):
     """None when C is right, else the 'not yet' Result saying what is wrong."""
     if np.isnan(c).any():
-        return report(name, False, f"{int(np.isnan(c).sum())} of {c.size} outputs never written")
+        return report(name, False, _unwritten(c, tile, block))
     errors = error_report(c, a, b)
     if errors["worst_share_of_bound"] > 1.0:
         reference = a.astype(np.float64) @ b
@@ -175,7 +268,7 @@ def check_micro_tile_kernel(kernel) -> object:
         a, b = _random_operands(m, k, n)
         c = np.full((m, n), np.nan, np.float32)
         kernel[micro_grid(m, n), MICRO_BLOCK](a, b, c)
-        wrong = _verdict(name, c, a, b, 2)
+        wrong = _verdict(name, c, a, b, 2, block=2 * MICRO_BLOCK[0])
         if wrong is not None:
             return wrong
         c = np.full((m, n), np.nan, np.float32)

@@ -1388,7 +1388,7 @@ def roofline_figure(result: LessonResult, roof: dict, shape: str = "2048^3"):
                                      roofline_points(result.table, shape), provenance=result.provenance)
 
 
-NOISY_SPREAD = 1.2  # a shape whose generated kernels' median run exceeds their fastest by more is noisy
+NOISY_SPREAD = 1.1  # a shape whose generated kernels' median run exceeds their fastest by more is noisy
 
 
 def timing_spread(table: pd.DataFrame) -> pd.DataFrame:
@@ -1411,25 +1411,32 @@ def noisy_shapes(table: pd.DataFrame) -> list[str]:
     return [shape for shape, value in spread.items() if value > NOISY_SPREAD]
 
 
+def shape_label(shape: str) -> str:
+    """A shape's name as the text prints it: 1024^3 -> 1024³."""
+    return shape.replace("^3", "\u00b3")
+
+
 def search_figure(result: LessonResult, drop=("128^3",)):
     """The search as a heatmap; ``drop``: shapes left out (128^3: every kernel there takes less than a
     launch, and runs spread several times over). Columns of noisy shapes are starred."""
     fractions = autotune_table(result.table, "of_cublas").drop(columns=list(drop), errors="ignore")
     noisy = noisy_shapes(result.table)
     spread = timing_spread(result.table)[("median_over_min", "generated (steps 7-12, search)")]
-    labels = [f"{s} *" if s in noisy else s for s in fractions.columns]
+    labels = [f"{shape_label(s)} *" if s in noisy else shape_label(s) for s in fractions.columns]
     starred = [s for s in fractions.columns if s in noisy]
-    note = "; ".join(f"{s}: medians up to {spread[s]:.2f}x the fastest run" for s in starred)
-    xlabel = "matrix shape (M x N x K)" + (f"\n* timings noisy ({note})" if starred else "")
+    note = "; ".join(f"{shape_label(s)}: {spread[s]:.2f}x" for s in starred)
+    xlabel = "matrix shape (M x N x K); framed: each shape's best median" + (
+        f"\n* noisy: a kernel's median over {NOISY_SPREAD}x its fastest run ({note})" if starred else "")
     figure = gemm_plots.search_heatmap(fractions, provenance=result.provenance, column_labels=labels,
                                        xlabel=xlabel)
-    best = "; ".join(f"{shape}: {fractions[shape].idxmax()} ({fractions[shape].max():.0%})"
+    best = "; ".join(f"{shape_label(shape)}: {fractions[shape].idxmax()} ({fractions[shape].max():.0%})"
                      for shape in fractions.columns if fractions[shape].notna().any())
     blank = int(fractions.isna().sum().sum())
     return with_alt(figure, f"Heatmap of the tile search: {len(fractions)} tiles as rows, "
                     f"{len(fractions.columns)} matrix shapes as columns, each cell the tile's share of "
-                    f"cuBLAS at that shape ({blank} cells not timed); the best tile per shape is framed: "
-                    f"{best}. Noisy shapes (starred): {note or 'none'}.")
+                    f"cuBLAS at that shape ({blank} cells not timed); the best median per shape is framed: "
+                    f"{best}. Noisy shapes (starred, a kernel's median over {NOISY_SPREAD} times its "
+                    f"fastest run): {note or 'none'}.")
 
 
 def wavefront_figure(result: LessonResult | None = None):
