@@ -197,6 +197,52 @@ def unguarded_read(x, out):
             cuda.atomic.add(out, 0, value)
 
 
+@cuda.jit
+def barrier_in_branch(x, out):
+    warp_sums = cuda.shared.array(32, float32)
+    tid = cuda.threadIdx.x
+    i = cuda.blockIdx.x * cuda.blockDim.x * 2 + tid
+    stride = cuda.blockDim.x * 2 * cuda.gridDim.x
+    value = float32(0)
+    while i < x.size:
+        value += x[i]
+        if i + cuda.blockDim.x < x.size:
+            value += x[i + cuda.blockDim.x]
+        i += stride
+    value = k.warp_reduce_sum(value)
+    if tid % 32 == 0:
+        warp_sums[tid // 32] = value
+    if tid < 32:
+        cuda.syncthreads()  # a barrier only the first warp reaches: undefined behaviour
+        value = warp_sums[tid] if tid < (cuda.blockDim.x + 31) // 32 else float32(0)
+        value = k.warp_reduce_sum(value)
+        if tid == 0:
+            cuda.atomic.add(out, 0, value)
+
+
+@cuda.jit
+def skips_last_warp(x, out):
+    warp_sums = cuda.shared.array(32, float32)
+    tid = cuda.threadIdx.x
+    i = cuda.blockIdx.x * cuda.blockDim.x * 2 + tid
+    stride = cuda.blockDim.x * 2 * cuda.gridDim.x
+    value = float32(0)
+    while i < x.size:
+        value += x[i]
+        if i + cuda.blockDim.x < x.size:
+            value += x[i + cuda.blockDim.x]
+        i += stride
+    value = k.warp_reduce_sum(value)
+    if tid % 32 == 0:
+        warp_sums[tid // 32] = value
+    cuda.syncthreads()
+    value = warp_sums[tid] if tid < cuda.blockDim.x // 32 - 1 else float32(0)  # one warp sum short
+    if tid < 32:
+        value = k.warp_reduce_sum(value)
+        if tid == 0:
+            cuda.atomic.add(out, 0, value)
+
+
 # ----------------------------------------------------------------- exercise 3: a tolerance
 
 
@@ -266,6 +312,16 @@ def cupy_fit(n):
     return float(fit["t0_us"]) + 4 * n / (float(fit["bw_gbps"]) * 1e3)  # another variant's fit
 
 
+def measured_median(n):
+    rows = ex.lesson.sweep_rows(ex.lessons.load("reduce", live=False))
+    rows = rows[rows["variant"] == "vec4_last_block"].set_index("size")
+    return 1e3 * float(rows.loc[n, "median_ms"])  # a lookup of the recording, not a model
+
+
+def grid_sweep_best(n):
+    return float(_fit()["t0_us"]) + 4 * n / 4485e3  # vec4's best in section 7's grid sweep, 4,485 GB/s
+
+
 NOTEBOOK = "05_reduce.ipynb"
 SOLUTIONS = [
     (ex.check_half_sums, ex.solution_half_sums),
@@ -285,6 +341,8 @@ WRONG_ANSWERS = [
     (ex.check_reduce_sum, no_barrier),
     (ex.check_reduce_sum, stride_without_2),
     (ex.check_reduce_sum, unguarded_read),
+    (ex.check_reduce_sum, barrier_in_branch),
+    (ex.check_reduce_sum, skips_last_warp),
     (ex.check_tolerance, no_atomics),
     (ex.check_tolerance, no_tree),
     (ex.check_tolerance, one_chain),
@@ -296,6 +354,8 @@ WRONG_ANSWERS = [
     (ex.check_predicted_time, gib_for_gb),
     (ex.check_predicted_time, no_launch_cost),
     (ex.check_predicted_time, cupy_fit),
+    (ex.check_predicted_time, measured_median),
+    (ex.check_predicted_time, grid_sweep_best),
 ]
 
 (test_notebook_has_one_cell_per_exercise, test_skeleton_fails, test_solution_passes,
@@ -323,6 +383,8 @@ def test_a_wrong_reduce_sum_gets_a_true_hint():
     assert "barrier" in ex.check_reduce_sum(no_barrier).message
     assert "more than once" in ex.check_reduce_sum(stride_without_2).message
     assert "never added" in ex.check_reduce_sum(no_grid_stride).message
+    assert "every warp's sum" in ex.check_reduce_sum(skips_last_warp).message
+    assert "inside a branch that only some threads take" in ex.check_reduce_sum(barrier_in_branch).message
     if gpu_lessons.SIMULATED:  # on a GPU unwritten shared memory holds whatever was there
         assert "NaN" in ex.check_reduce_sum(unguarded_read).message
 
@@ -336,6 +398,8 @@ def test_a_wrong_tolerance_gets_a_true_hint():
 
 
 def test_a_wrong_prediction_gets_a_true_hint():
-    for answer in (datasheet_bandwidth, copy_ceiling, gib_for_gb):  # wrong at 2^28, where the bytes decide
+    for answer in (datasheet_bandwidth, copy_ceiling, gib_for_gb, grid_sweep_best):
         assert "which bandwidth" in ex.check_predicted_time(answer).message
-    assert "too short where the launch cost" in ex.check_predicted_time(no_launch_cost).message
+    assert "fixed cost of" in ex.check_predicted_time(no_launch_cost).message
+    assert "too short" in ex.check_predicted_time(no_launch_cost).message
+    assert "KeyError" in ex.check_predicted_time(measured_median).message

@@ -211,6 +211,9 @@ def test_grid_rows_and_in_flight(result, recorded):
     vec4 = view.loc[("vec4", 1.0)]
     assert vec4["bytes_in_flight_per_sm"] == 256 * 64
     assert vec4["implied_latency_ns"] == pytest.approx(256 * 64 * SMS / vec4["gbps"])
+    eight = lesson.in_flight(recorded).set_index(["variant", "param"]).loc[("vec4", 8.0)]
+    assert eight["resident_per_sm"] == 6  # 38 registers: 6 blocks of 256 fit, not the 8 requested
+    assert eight["bytes_in_flight_per_sm"] == 6 * 256 * 64
 
 
 def test_waves_from_the_driver_residency(result):

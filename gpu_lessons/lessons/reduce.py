@@ -520,7 +520,7 @@ def check() -> pd.DataFrame:
 
 # --------------------------------------------------------------------------- the recorded run
 
-MODEL_SMALLEST = 2**20  # below ~1 MiB, CUB switches to one single-tile launch: another regime
+MODEL_SMALLEST = 2**20  # elements (4 MiB): the launch model is fitted from here up
 
 
 def _default_grid(table: pd.DataFrame) -> pd.DataFrame:
@@ -640,14 +640,24 @@ BYTES_IN_FLIGHT_PER_THREAD = {"grid_stride": 8, "warp_shuffle": 8, "vec4": 64, "
 
 def in_flight(result: LessonResult) -> pd.DataFrame:
     """The grid sweep with the bytes each SM has requested and not yet received (loads issued
-    before the first use: 2 floats per thread for the scalar kernels, 4 float4 for vec4), and the
-    latency Little's law implies: bytes in flight on the chip / bandwidth."""
+    before the first use: 2 floats per thread for the scalar kernels, 4 float4 for vec4), counted over
+    the blocks an SM holds at once: the requested blocks per SM, at most as many as fit
+    (``resident_per_sm``, the occupancy of the recorded registers and shared memory: vec4's 38
+    registers allow 6), and the latency Little's law implies: bytes in flight on the chip / bandwidth."""
     rows = grid_rows(result).copy()
     per_thread = rows["variant"].map(BYTES_IN_FLIGHT_PER_THREAD)
-    rows["bytes_in_flight_per_sm"] = rows["param"] * k.BLOCK * per_thread
+    try:  # a GPU with no recorded SM limits (and no live device) has no occupancy to read
+        resources = resources_table(result) if result.evidence.kernels else pd.DataFrame()
+    except RecordingError:
+        resources = pd.DataFrame()
+    fits = rows["variant"].map(resources.get("blocks_per_sm", pd.Series(dtype=float)))
+    fits = fits.fillna(rows["param"])  # resources unknown: count every requested block
+    rows["resident_per_sm"] = np.minimum(rows["param"], fits).astype(int)
+    rows["bytes_in_flight_per_sm"] = rows["resident_per_sm"] * k.BLOCK * per_thread
     chip_bytes = rows["bytes_in_flight_per_sm"] * result.meta["sms"]
     rows["implied_latency_ns"] = chip_bytes / (rows["gbps"] * 1e9) * 1e9
-    return rows[["variant", "param", "gbps", "bytes_in_flight_per_sm", "implied_latency_ns"]]
+    columns = ["variant", "param", "resident_per_sm", "gbps", "bytes_in_flight_per_sm", "implied_latency_ns"]
+    return rows[columns]
 
 
 def waves_table(result: LessonResult) -> pd.DataFrame:

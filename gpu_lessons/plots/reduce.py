@@ -214,7 +214,7 @@ def size_sweep(
         ax.xaxis.set_major_locator(FixedLocator(ticks))
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: human_bytes(v)))
         ax.xaxis.set_minor_formatter(NullFormatter())
-    finish(fig, left, "Time per call against size", "Bytes read per call", "Time per call (us, log scale)",
+    finish(fig, left, "Time per call against size", "Bytes read per call", "Time per call (µs, log scale)",
            None)
     left.legend(fontsize=STYLE["legend_size"] - 1, frameon=False, loc="upper left")
     finish(fig, right, f"Bandwidth over {reference}'s", "Bytes read per call",
