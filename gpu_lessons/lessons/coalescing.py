@@ -1331,8 +1331,19 @@ def _matrix_walks(result: LessonResult):
     return plots.with_alt(
         plots.coalescing.matrix_walks(summary, provenance=result.provenance),
         "Useful bandwidth of a matrix copy with warps walking along rows and down columns, per leading "
-        "dimension: the column walk at " + " and ".join(f"{v:.3f}" for v in columns["vs_row_walk"])
-        + " of the row walk, beside the sector model (0.125) and the DRAM-bytes model (1.0).")
+        "dimension: the column walk runs at " + _ratios_per_ld(columns) + ", beside what the sector model "
+        "(0.125) and the DRAM-bytes model (1.0) predict for the column walk.")
+
+
+def _ratios_per_ld(columns: pd.DataFrame) -> str:
+    """'0.156 of the row walk at both leading dimensions' where the rounded ratios agree, else one per
+    leading dimension."""
+    ratios = [f"{v:.3f}" for v in columns["vs_row_walk"]]
+    if len(set(ratios)) == 1:
+        where = "both leading dimensions" if len(ratios) == 2 else "every leading dimension"
+        return f"{ratios[0]} of the row walk at {where}"
+    return "; ".join(f"{r} of the row walk at ld = {int(ld)}"
+                     for r, ld in zip(ratios, columns["ld"], strict=True))
 
 
 def _single(name: str):

@@ -160,7 +160,7 @@ def matrix_walks(summary: pd.DataFrame, provenance: str | None = None, ax=None) 
     ``summary``: ``lessons.coalescing.matrix_summary``."""
     fig, ax = new_axes(ax)
     lds = sorted(set(int(v) for v in summary["ld"]))
-    width, spacing = 0.36, 1.7  # room right of each column bar for the model labels
+    width, spacing = 0.36, 2.1  # room right of each column bar for the model labels
     by = summary.set_index(["variant", "ld"])
     for index, ld in enumerate(lds):
         position = index * spacing
@@ -172,18 +172,24 @@ def matrix_walks(summary: pd.DataFrame, provenance: str | None = None, ax=None) 
             ax.bar(position + offset, entry["gbps"], width, color=color, label=label if index == 0 else None)
             ax.annotate(f"{entry['gbps']:,.0f}", xy=(position + offset, entry["gbps"]), xytext=(0, 3),
                         textcoords="offset points", ha="center", fontsize=STYLE["note_size"])
-        x0, x1 = position, position + width
+        # the model marks span the column bar only, joined to its top by a thin line, labelled as its own
+        centre = position + width / 2
+        x0, x1 = position + 0.12 * width, position + width
         for model, style, color, label in (("sector_model_vs_row", "--", PALETTE[3], "sector model"),
                                            ("dram_model_vs_row", ":", PALETTE[2], "DRAM-bytes model")):
             predicted = row["gbps"] * column[model]
             error = column["gbps"] / predicted - 1
+            gap = 0.06 * summary["gbps"].max()  # clear of the bar's value label
+            if predicted > column["gbps"] + 2 * gap:
+                ax.plot([centre, centre], [column["gbps"] + gap, predicted], color=color, linestyle=style,
+                        linewidth=1)
             ax.plot([x0, x1], [predicted, predicted], color=color, linestyle=style, linewidth=2,
                     label=f"{label} for the column walk" if index == 0 else None)
-            ax.annotate(f"{label}: error {error:+.0%}", xy=(x1, predicted), xytext=(4, 0),
+            ax.annotate(f"column walk's {label}:\nerror {error:+.0%}", xy=(x1, predicted), xytext=(4, 0),
                         textcoords="offset points", va="center", fontsize=STYLE["note_size"] - 1, color=color,
                         bbox=LABEL_BOX)
     ax.set_xticks([i * spacing for i in range(len(lds))], [f"ld = {ld} floats" for ld in lds])
-    ax.set_xlim(-0.6, (len(lds) - 1) * spacing + 1.3)
+    ax.set_xlim(-0.6, (len(lds) - 1) * spacing + 1.5)
     ax.set_ylim(0, summary["gbps"].max() * 1.45)
     ax.yaxis.set_major_formatter(FuncFormatter(plain_number))
     ax.legend(fontsize=STYLE["legend_size"], frameon=False, loc="upper center", ncols=2)
