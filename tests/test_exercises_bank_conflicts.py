@@ -90,6 +90,7 @@ WRONG_ANSWERS = [
     (ex.check_tile32_pipe, pipe_with(32 + 32)),  # no conflicts counted: the padded tile's 64
     (ex.check_tile32_pipe, pipe_with(32 * 32)),  # the column reads only, the stores forgotten (-3%)
     (ex.check_tile32_pipe, pipe_with(32 * 31 + 32)),  # bank conflicts (31 a read) taken for wavefronts
+    (ex.check_tile32_pipe, pipe_with(32 * 32, requests=32)),  # the stores forgotten entirely
     (ex.check_tile32_pipe, pipe_with(32 * 32 + 32 * 32)),  # the row stores taken as conflicting too
     (ex.check_tile32_pipe, pipe_with(32 * 32 + 32, per_sm=False)),  # every tile on one SM
     (ex.check_swizzled_tile, _swizzled_on_store_only),
@@ -128,3 +129,23 @@ def test_the_pipe_prediction_is_held_to_the_recorded_counts():
                                        recorded["ns_per_wavefront"])
     assert recorded["pipe_us"] == solution
     assert 250 < recorded["pipe_us"] < 280 and recorded["measured_us"] > recorded["pipe_us"]
+
+
+def test_near_equivalent_pipe_models_pass_and_missed_terms_fail_clearly():
+    recorded = ex.recorded_pipe("tile32")
+    args = (recorded["sms"], recorded["tiles"], recorded["intercept_ns"], recorded["ns_per_wavefront"])
+
+    def no_intercept(sms, tiles, intercept_ns, ns_per_wavefront):  # the fit's intercept left out
+        return tiles / sms * (32 + 32 * 32) * ns_per_wavefront / 1e3
+
+    def rounded_rate(sms, tiles, intercept_ns, ns_per_wavefront):  # 1 / 1.98 ns, a wavefront a clock
+        return tiles / sms * (32 + 32 * 32) / 1.98 / 1e3
+
+    def whole_tiles(sms, tiles, intercept_ns, ns_per_wavefront):  # the busiest SM's whole tiles
+        return -(-tiles // sms) * (64 * intercept_ns + (32 + 32 * 32) * ns_per_wavefront) / 1e3
+
+    for near in (no_intercept, rounded_rate, whole_tiles):
+        assert ex.check_tile32_pipe(near).passed, near.__name__
+    for wrong in (pipe_with(32 * 32), pipe_with(32 * 31 + 32)):  # 3% off: three times the tolerance
+        assert abs(wrong(*args) / recorded["pipe_us"] - 1) > 2.5 * ex.PIPE_TOLERANCE
+    assert "overlap" not in ex.check_tile32_pipe(ex.solution_tile32_pipe).message

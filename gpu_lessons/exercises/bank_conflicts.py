@@ -27,7 +27,8 @@ from . import guarded, report
 
 # ----------------------------------------------------------------------------- exercise 1
 
-PIPE_TOLERANCE = 0.02  # the prediction against the pipe time of the recorded counts
+PIPE_TOLERANCE = 0.01  # the prediction against the pipe time of the recorded counts (the model's counts
+# give it exactly; a missed term such as the stores' 32 wavefronts moves it 3%)
 
 
 def recorded_pipe(variant: str = "tile32", result=None) -> dict:
@@ -56,7 +57,7 @@ def check_tile32_pipe(predict, result=None) -> object:
         got = float(got)
         error = got / recorded["pipe_us"] - 1
         if abs(error) > PIPE_TOLERANCE:
-            return report(name, False, f"you predict {got:,.1f} µs, {error:+.0%} from the recorded "
+            return report(name, False, f"you predict {got:,.1f} µs, {error:+.1%} from the recorded "
                           f"counts' {recorded['pipe_us']:,.1f} µs (allowed: within {PIPE_TOLERANCE:.0%}). "
                           "Each SM serves tiles / SMs tiles, each costing (its requests x intercept + its "
                           "wavefronts x ns per wavefront); a tile is 32 row stores of 1 wavefront each and "
@@ -64,7 +65,7 @@ def check_tile32_pipe(predict, result=None) -> object:
                           "need?")
         return report(name, True, f"{got:,.1f} µs of shared pipe, {error:+.1%} from the recorded counts. "
                       f"tile32 measured {recorded['measured_us']:,.1f} µs: the pipe is its longest bill, and "
-                      f"the measurement is {recorded['error']:+.0%} from it (the bills overlap only in part)")
+                      f"the measurement is {recorded['error']:+.0%} from it")
 
     return guarded(name, attempt)
 
