@@ -66,7 +66,10 @@ def test_measure_times_the_kernel_not_python():
     two = bench.measure(lambda k: chain[1, 1](out, 1 << 21), runs=5)
     assert one.runs == two.runs == 5
     assert 0.2 < one.median_ms < 50, one  # about 2 ms at 1.98 GHz
-    assert 1.7 < two.median_ms / one.median_ms < 2.3, (one, two)  # launch overhead would flatten it
+    # Twice the chain takes about twice as long; launch overhead timed instead would make it about 1.
+    # Fastest runs, with room above 2: other processes sharing the GPU (the notebooks measuring beside
+    # this test under pytest-xdist) stretch a one-thread kernel, and 2.34 was seen there.
+    assert 1.7 < two.min_ms / one.min_ms < 3.0, (one, two)
 
 
 @pytest.mark.gpu_only("times the spin kernel with CUDA events")

@@ -76,7 +76,7 @@ def test_scoreboard_rows(recorded):
 
 def test_the_conversion_kept_every_number_of_the_first_run(recorded):
     folder = DATA / "probes"  # the first run's files, kept as it wrote them (its meta is nested: read here)
-    rows = pd.read_csv(folder / "tensor_cores.csv")
+    rows = pd.read_csv(folder / "tensor_cores.csv", float_precision="round_trip")  # as the reader: exact
     meta = json.loads((folder / "tensor_cores.meta.json").read_text())
     renamed = {"warp_tile 64x64 (4 warps)": "warp_tile_64x64", "warp_tile_64x64": "warp_tile_64x64 128x256"}
     table = recorded.table.set_index(["variant", "size"])

@@ -32,6 +32,7 @@ shows; the tracer counts the source.
 from __future__ import annotations
 
 import inspect
+import types
 from contextlib import ExitStack, contextmanager
 
 import numpy as np
@@ -146,7 +147,8 @@ class _Arguments:
 @contextmanager
 def _python_device_functions(function):
     """GPU mode: for the launch, swap the compiled device functions (and registered twins)
-    that ``function`` reaches, through its module's globals or its closure, for simulated ones."""
+    that ``function`` reaches, through its module's globals, its closure or one of the course's own
+    modules it names (``kernels.warp_reduce_sum``, ``ptx.cp_async16``), for simulated ones."""
     from numba.cuda.dispatcher import CUDADispatcher  # GPU mode only: the compiled kernels' type
 
     restore: list = []  # callables that undo one swap each
@@ -174,6 +176,14 @@ def _python_device_functions(function):
             cell.cell_contents = new
             restore.append(lambda: setattr(cell, "cell_contents", value))
 
+    def course_module(module):
+        """A module attribute (``ptx.cp_async16``): swapped in the module itself, for this launch."""
+        if id(module.__dict__) in seen_globals:
+            return
+        seen_globals.add(id(module.__dict__))
+        for name, value in list(vars(module).items()):
+            swap_global(module.__dict__, name, value)
+
     def visit(fn):
         if id(fn) in seen_functions:
             return
@@ -183,6 +193,8 @@ def _python_device_functions(function):
             seen_globals.add(id(namespace))
             for name, value in list(namespace.items()):
                 swap_global(namespace, name, value)
+                if isinstance(value, types.ModuleType) and value.__name__.startswith("gpu_lessons."):
+                    course_module(value)
         for cell in fn.__closure__ or ():
             try:
                 swap_cell(cell, cell.cell_contents)
