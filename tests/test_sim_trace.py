@@ -479,3 +479,18 @@ def test_a_16_byte_shared_load_read_by_lane_pairs_takes_half_warps():
     almost = pairs.copy()
     almost[31] = 16 * 16  # one lane breaks the pairs (to banks no other lane of its phase uses)
     assert int(wavefronts(almost)[0][0]) == 4
+
+
+
+@cuda.jit
+def _read_one_past(out):
+    tile = cuda.shared.array(33, float32)
+    tile[cuda.threadIdx.x] = 1.0  # 32 threads write entries 0..31; entry 32 is never written
+    cuda.syncthreads()
+    out[cuda.threadIdx.x] = tile[cuda.threadIdx.x + 1]
+
+
+def test_poisoned_shared_memory_shows_a_read_no_thread_wrote():
+    out = np.zeros(32, np.float32)
+    tr.trace(_read_one_past, 1, 32, out, poison_shared=True)
+    assert np.isnan(out[31]) and (out[:31] == 1).all()

@@ -215,8 +215,9 @@ def check_reduce_sum(kernel) -> object:
                           "level yourself (kernels.warp_reduce_sum inside each warp is allowed)")
         rng = np.random.default_rng()
         x = rng.standard_normal(COUNT_SIZE, dtype=np.float32)
-        with _counted_atomics() as calls, _counted_barriers() as barriers:
-            trace.trace(kernel, SUM_BLOCKS, SUM_BLOCK, x, np.zeros(1, np.float32))  # on the simulator
+        traced_out = np.zeros(1, np.float32)
+        with _counted_atomics() as calls, _counted_barriers() as barriers:  # on the simulator, in any mode
+            trace.trace(kernel, SUM_BLOCKS, SUM_BLOCK, x, traced_out, poison_shared=True)
         uneven = _uneven_barrier(barriers, SUM_BLOCKS, SUM_BLOCK)
         if uneven:
             return report(name, False, uneven)
@@ -236,20 +237,24 @@ def check_reduce_sum(kernel) -> object:
             return report(name, False, "the first warp reads the other warps' sums from shared memory: which "
                           "barrier guarantees they have been written?")
         poison = _poisoned_shared() if choose_mode() != "gpu" else _nothing()
+        runs = [(x, traced_out)]  # the traced run first: its shared memory is poisoned in any mode
         with poison:
             for n in SUM_SIZES:
                 x = rng.standard_normal(n, dtype=np.float32)
                 out = np.zeros(1, np.float32)
                 kernel[SUM_BLOCKS, SUM_BLOCK](x, out)
+                runs.append((x, out))
+            for x, out in runs:
+                n = x.size
                 exact = float(np.sum(x, dtype=np.float64))
                 depth = -(-n // (SUM_BLOCKS * SUM_BLOCK)) + 10 + SUM_BLOCKS  # chain, 2 x 5 shuffles, atomics
                 bound = k.gamma(depth) * float(np.sum(np.abs(x), dtype=np.float64))
                 if not abs(float(out[0]) - exact) <= bound:
                     return report(name, False, f"n={n}: out[0] = {out[0]:.6f}, the sum is {exact:.6f}; "
                                   f"{_sum_hint(kernel, n, out[0])}")
-        return report(name, True, f"sums of {', '.join(map(str, SUM_SIZES))} elements with {SUM_BLOCKS} "
-                      "blocks "
-                      f"of {SUM_BLOCK} threads match float64 NumPy, with one atomic per block")
+        sizes = ", ".join(map(str, (COUNT_SIZE, *SUM_SIZES)))
+        return report(name, True, f"sums of {sizes} elements with {SUM_BLOCKS} blocks of {SUM_BLOCK} threads "
+                      "match float64 NumPy, with one atomic per block")
 
     return guarded(name, attempt)
 

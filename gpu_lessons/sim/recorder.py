@@ -126,8 +126,9 @@ def shared_name(filename: str, lineno: int) -> str:
 class Recorder:
     """Collects the thread-level accesses of one launch of ``grid`` x ``block`` threads."""
 
-    def __init__(self, grid: tuple, block: tuple):
+    def __init__(self, grid: tuple, block: tuple, poison_shared: bool = False):
         self.grid, self.block = grid, block
+        self.poison_shared = poison_shared  # new float shared arrays start as NaN, not leftover bytes
         self.warps_per_block = -(-block[0] * block[1] * block[2] // 32)
         self.flat: list[int] = []  # COLUMNS ints per access
         self._extend = self.flat.extend
@@ -350,6 +351,8 @@ def _traced_shared_array(self, shape, dtype, alignment=None):
         shared = self._allocations.get(key)
     if shared is None:
         ary = np.empty(shape, dtype)
+        if rec.poison_shared and dtype.kind == "f":
+            ary.fill(np.nan)  # a read of an entry no thread wrote shows as NaN in the result
         candidate = TracedSharedArray(ary, rec.describe(ary, SHARED, name=shared_name(filename, line)))
         with rec.lock:
             shared = self._allocations.setdefault(key, candidate)

@@ -220,8 +220,12 @@ def _simulated_kernel(kernel) -> FakeCUDAKernel:
     return FakeCUDAKernel(function, device=False)
 
 
-def trace(kernel, grid, block, *args, dynamic_shared_bytes: int = 0) -> MemoryTrace:
+def trace(kernel, grid, block, *args, dynamic_shared_bytes: int = 0,
+          poison_shared: bool = False) -> MemoryTrace:
     """Run ``kernel[grid, block](*args)`` once on the simulator and count its memory traffic.
+
+    ``poison_shared``: float ``cuda.shared.array``s start as NaN (a GPU leaves them undefined), so
+    that a result built on an entry no thread wrote is visibly wrong.
 
     Arguments behave as in a launch (NumPy arrays are copied in and back out). Returns a
     ``MemoryTrace``: ``.totals`` (Nsight Compute metric -> count), ``.by_array`` and
@@ -236,7 +240,7 @@ def trace(kernel, grid, block, *args, dynamic_shared_bytes: int = 0) -> MemoryTr
     grid3, block3 = _dims(grid), _dims(block)
     if block3[0] * block3[1] * block3[2] > 1024:
         raise TraceError(f"block {block3} has more than 1024 threads")
-    rec = Recorder(grid3, block3)
+    rec = Recorder(grid3, block3, poison_shared)
     with ExitStack() as stack:
         stack.enter_context(recorder.patched_simulator(rec))
         arguments = _Arguments(args, simulated.py_func, rec, gpu_mode)
