@@ -300,11 +300,8 @@ def test_global_sectors_refuses_a_shared_memory_request():
 # ------------------------------------------------------------------------------ the lesson
 
 
-def test_lesson_checks_pass():
-    result = lesson.check()
-    assert result["passed"].all(), result[~result["passed"]]
-    assert {"offset_copy_x4 offset=3", "matrix_column_walk 7x9, ld 12",
-            "copy_w16_thread_chunks x3 n=259"} <= set(result["check"])
+# lesson.check() (every kernel against NumPy on awkward sizes) runs, and must pass, in
+# notebooks/deep_dives/03_coalescing_aos_soa.ipynb: nbval runs it there, once for CI.
 
 
 def test_lesson_shape():

@@ -108,10 +108,8 @@ def test_naive_gemm_names_a_shape_mismatch():
         gemm.gemm(a, a)
 
 
-def test_lesson_checks_all_pass():
-    for module in (ceilings, roofline):
-        checks = module.check()
-        assert checks["passed"].all(), checks[~checks["passed"]]
+# lesson.check() (every kernel against NumPy on awkward sizes) runs, and must pass, in
+# notebooks/deep_dives/01_roofline.ipynb (with ceilings.check()): nbval runs it there, once for CI.
 
 
 def test_intensity_counts_from_the_notes():

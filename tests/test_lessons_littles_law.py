@@ -175,9 +175,8 @@ def test_each_residency_target_is_launched_at_its_blocks_per_sm():
     assert lesson.launch_shape(limits, 256, 2, 30, cap=False)[:2] == (0, False)
 
 
-def test_check_passes_on_this_machine():
-    checks = lesson.check()
-    assert checks["passed"].all(), checks[~checks["passed"]]
+# lesson.check() (every kernel against NumPy on awkward sizes) runs, and must pass, in
+# notebooks/deep_dives/02_littles_law_ilp.ipynb: nbval runs it there, once for CI.
 
 
 # ------------------------------------------------------------------------- Nsight Compute cases
