@@ -95,15 +95,8 @@ def test_every_tile_moves_only_the_ideal_sectors():
     assert traffic()["global_sectors"].to_dict() == ideal
 
 
-def test_check_runs_every_kernel_against_numpy(monkeypatch):
-    monkeypatch.setattr(lesson, "CHECK_SHAPES", [(33, 20)])  # the real ones: tests/test_kernels_*
-    monkeypatch.setattr(lesson, "VECTOR_SHAPES", [(36, 40)])
-    checks = lesson.check()
-    assert checks["passed"].all(), checks[~checks["passed"]]
-    names = " ".join(checks["check"])
-    for variant in lesson.ALL_TRANSPOSES:
-        assert f"{variant} " in names, variant
-    assert "tile32_padded_prefetch 33x20, 2 blocks for 2 tiles" in names
+# lesson.check() at the lesson's own shapes runs, and must pass, in
+# notebooks/deep_dives/04_bank_conflicts_padding.ipynb: nbval runs it there, once for CI.
 
 
 def test_padding_costs_a_block_only_on_a_boundary():
