@@ -933,17 +933,18 @@ CHECK_SHAPES = [(45, 70), (33, 20)]  # not multiples of 32, one wider than tall,
 VECTOR_SHAPES = [(68, 100), (45, 70)]  # whole float4 rows, partial tiles; then the scalar path
 
 
-def check() -> pd.DataFrame:
-    """Every kernel of the lesson against NumPy, on random inputs of awkward sizes."""
+def check(shapes=None, vector_shapes=None) -> pd.DataFrame:
+    """Every kernel of the lesson against NumPy, on random inputs of awkward sizes (``CHECK_SHAPES``,
+    ``VECTOR_SHAPES`` for the 16-byte kernels, unless other shapes are given)."""
     rng = np.random.default_rng()
     rows = []
+    shapes, vector_shapes = shapes or CHECK_SHAPES, vector_shapes or VECTOR_SHAPES
     for variant, transpose in {**k.TRANSPOSES, **k.EXPERIMENT_TRANSPOSES}.items():
-        shapes = VECTOR_SHAPES if "vec4" in variant else CHECK_SHAPES
-        for shape in shapes:
+        for shape in vector_shapes if "vec4" in variant else shapes:
             a = rng.standard_normal(shape, dtype=np.float32)
             rows.append(check_row(f"{variant} {shape[0]}x{shape[1]}", np.array_equal(transpose(a), a.T),
                                   "bit-exact against a.T"))
-    a = rng.standard_normal(CHECK_SHAPES[0], dtype=np.float32)
+    a = rng.standard_normal(shapes[0], dtype=np.float32)
     tiles = k.tile_count(a.shape)
     for variant, transpose in ((v, k.CONTROL_TRANSPOSES[v]) for v in k.GRID_STRIDE_VARIANTS):
         rows.append(check_row(f"{variant} {a.shape[0]}x{a.shape[1]}, 2 blocks for {tiles} tiles",
