@@ -3,6 +3,7 @@
 - ``warp``: warp-level primitives (shuffles, votes, syncwarp, activemask) with CUDA semantics.
 - ``trace``: per-instruction memory-traffic counters named after Nsight Compute metrics.
 - ``fma``: a fused ``cuda.fma`` (the simulator's rounds twice), so results match the GPU's FFMA.
+- ``scheduler``: a block manager that waits for its threads instead of polling them (faster).
 """
 
 
@@ -14,14 +15,15 @@ def install() -> None:
     from . import fma, warp  # numba's simulator modules load only when extras are installed
 
     fma.install()
-    warp.install()
+    warp.install()  # installs the scheduler first: its syncthreads wraps the scheduler's
 
 
 def uninstall() -> None:
     """Back to numba-cuda's simulator as shipped (what `tools/sim_overhead.py` compares with)."""
-    from . import fma, warp  # numba's simulator modules load only when extras are installed
+    from . import fma, scheduler, warp  # numba's simulator modules load only when extras are installed
 
     warp.uninstall()
+    scheduler.uninstall()
     fma.uninstall()
 
 

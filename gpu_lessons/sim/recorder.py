@@ -20,6 +20,7 @@ import sys
 import threading
 from contextlib import contextmanager
 from operator import index as as_index
+from threading import current_thread
 
 import numpy as np
 from numba.cuda import types
@@ -33,6 +34,7 @@ FakeWithinKernelCUDAArray = sim_arrays.FakeWithinKernelCUDAArray
 GLOBAL, SHARED = 0, 1
 COLUMNS = 7  # instruction, seen before, warp, lane, root, offset, 2 * bytes + is_store
 _META = "_gpu_lessons_trace"  # attribute caching a FakeCUDAArray's address description
+_THREAD_STATE = "_gpu_lessons_trace_state"  # attribute of a simulated CUDA thread: its warp, lane...
 
 _recorder: Recorder | None = None  # the launch being traced; the patches do nothing without one
 _ndarray, _void = np.ndarray, np.void
@@ -132,7 +134,6 @@ class Recorder:
         self.warps_per_block = -(-block[0] * block[1] * block[2] // 32)
         self.flat: list[int] = []  # COLUMNS ints per access
         self._extend = self.flat.extend
-        self._local = threading.local()
         self.lock = threading.Lock()
         self.roots: list[dict] = []  # {"name", "space", "array"}: the array keeps its id unique
         self._root_ids: dict[int, int] = {}
@@ -177,16 +178,17 @@ class Recorder:
         self._described.clear()
 
     # -- accesses -------------------------------------------------------------------------------
-    def _thread_state(self):
-        thread = threading.current_thread()
+    def _thread_state(self, thread):
+        """(warp, lane, counters, by-instruction counters) of a simulated CUDA thread, kept on it:
+        the simulator's OS threads run one CUDA thread after another (``sim.scheduler``)."""
         block_idx = getattr(thread, "blockIdx", None)
         if block_idx is None:  # not a simulated CUDA thread
             return None
         gx, gy, _ = self.grid
         block_linear = block_idx.x + gx * (block_idx.y + gy * block_idx.z)
         warp = block_linear * self.warps_per_block + thread.thread_id // 32
-        state = (warp, thread.thread_id % 32, {}, {})
-        self._local.state = state
+        state = (warp, thread.thread_id % 32, {}, {}, self)
+        thread.__dict__[_THREAD_STATE] = state
         return state
 
     def _instruction(self, code, lasti: int) -> int:
@@ -235,13 +237,13 @@ class Recorder:
             offset = element_offset(meta, idx)
         if offset is None:
             return
-        try:
-            warp, lane, counters, by_instruction = self._local.state
-        except AttributeError:
-            state = self._thread_state()
+        thread = current_thread()
+        state = thread.__dict__.get(_THREAD_STATE)
+        if state is None or state[4] is not self:
+            state = self._thread_state(thread)
             if state is None:
                 return
-            warp, lane, counters, by_instruction = state
+        warp, lane, counters, by_instruction, _ = state
         code = frame.f_code
         lasti = frame.f_lasti
         counter = counters.get((id(code), lasti))

@@ -48,9 +48,10 @@ Limits
   over an ``activemask`` in unusual ways may get a different grouping than the compiler produces.
 * Shuffling mixed types between lanes (possible in Python, not after numba's typing) converts the
   source value to the caller's type by value.
-* The simulator's own cost stays: one Python thread per CUDA thread. Kernels that do not use
-  these primitives pay one dictionary insert per thread (made by the block manager, not the
-  thread) and a counter per ``syncthreads()``; an exit is seen through ``Thread.is_alive()``.
+* The simulator's model stays: one Python thread per CUDA thread (``sim.scheduler`` reuses them
+  and stops the block manager's busy polling). Kernels that do not use these primitives pay one
+  dictionary insert per thread (made by the block manager, not the thread) and a counter per
+  ``syncthreads()``; an exit is seen through ``Thread.is_alive()``.
 """
 
 from __future__ import annotations
@@ -737,9 +738,7 @@ def _wrap_thread_init(original):
 
 
 def _thread_exited(thread) -> bool:
-    """Started and finished. No hook in the lane's own run(): that ran in every simulated thread,
-    competing for the GIL with the busy-polling BlockManager, and cost ~9% of a plain launch.
-    A waiting lane notices an exit at its next poll (POLL_SECONDS)."""
+    """Started and finished. A waiting lane notices an exit at its next poll (POLL_SECONDS)."""
     return thread._started.is_set() and not thread.is_alive()
 
 
@@ -772,6 +771,9 @@ def install() -> None:
     from numba.cuda.simulator.kernel import BlockManager, BlockThread
     from numba.cuda.simulator.kernelapi import FakeCUDAModule
 
+    from . import scheduler
+
+    scheduler.install()  # first: the syncthreads wrapped below (and saved for uninstall) is its own
     for cls, names in ((BlockThread, ("_warp_exited", "_warp_barriers", "_warp_in_barrier", "__init__",
                                       "syncthreads")),
                        (BlockManager, ("__init__",)),
