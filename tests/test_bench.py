@@ -62,9 +62,10 @@ def test_measure_times_the_kernel_not_python():
         out[0] = v
 
     out = cuda.to_device(np.ones(1, np.float32))
-    one = bench.measure(lambda k: chain[1, 1](out, 1 << 20), runs=5)
-    two = bench.measure(lambda k: chain[1, 1](out, 1 << 21), runs=5)
-    assert one.runs == two.runs == 5
+    # 15 runs each: the fastest of them is the kernel alone even when other processes share the GPU
+    one = bench.measure(lambda k: chain[1, 1](out, 1 << 20), runs=15)
+    two = bench.measure(lambda k: chain[1, 1](out, 1 << 21), runs=15)
+    assert one.runs == two.runs == 15
     assert 0.2 < one.median_ms < 50, one  # about 2 ms at 1.98 GHz
     # Twice the chain takes about twice as long; launch overhead timed instead would make it about 1.
     # Fastest runs, with room above 2: other processes sharing the GPU (the notebooks measuring beside
