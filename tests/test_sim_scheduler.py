@@ -128,11 +128,37 @@ def test_uninstall_gives_numba_back_and_install_is_idempotent():
     with sim.extras_removed():
         assert BlockManager.run.__module__ == "numba.cuda.simulator.kernel"
         assert FakeCUDAKernel.__call__.__module__ == "numba.cuda.simulator.kernel"
-        assert "start" not in vars(BlockThread) and not hasattr(BlockManager, "_block_state_changed")
+        assert "start" not in vars(BlockThread) and not hasattr(BlockManager, "_thread_finished")
         x = np.arange(64, dtype=np.float32)
         out = np.zeros_like(x)
         reverse_in_shared[1, 64](x, out, 1)  # numba's own scheduler, same answer
         np.testing.assert_array_equal(out, x[::-1])
     scheduler.install()
     assert BlockManager.run is scheduler._manager_run
-    assert BlockThread.syncthreads.__wrapped__ is scheduler._syncthreads  # the warp primitives' wrapper
+
+
+def _launch_or_hang(seconds: float = 20) -> np.ndarray | None:
+    """The barrier kernel's output, or None if the launch did not end in ``seconds``."""
+    x = np.arange(64, dtype=np.float32)
+    out = np.zeros_like(x)
+    launch = threading.Thread(target=reverse_in_shared[1, 64], args=(x, out, 1), daemon=True)
+    launch.start()
+    launch.join(seconds)
+    return None if launch.is_alive() else out
+
+
+def test_any_syncthreads_reports_to_the_scheduler_whatever_the_install_order():
+    """GPU mode installs the extras at the first trace(), possibly inside a wrapper of syncthreads
+    (exercise 5.2's barrier counter); restoring numba's own syncthreads after that must not leave
+    the scheduler waiting for reports that never come."""
+    from numba.cuda.simulator.kernel import BlockThread
+
+    with sim.extras_removed():
+        numba_syncthreads = BlockThread.syncthreads
+        BlockThread.syncthreads = lambda self: numba_syncthreads(self)  # a wrapper, as a check makes
+        scheduler.install()
+        BlockThread.syncthreads = numba_syncthreads  # the wrapper's owner restores what it saw
+        out = _launch_or_hang()
+        scheduler.uninstall()
+    assert out is not None, "the launch hung"
+    np.testing.assert_array_equal(out, np.arange(64, dtype=np.float32)[::-1])

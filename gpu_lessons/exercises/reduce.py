@@ -132,6 +132,9 @@ def _counted_barriers():
     thread index) -> barriers. A thread that reaches none is missing."""
     from numba.cuda.simulator.kernel import BlockThread
 
+    from ..sim import install
+
+    install()  # in GPU mode trace() installs the extras later: the wrapper restored must be theirs
     counts: dict = {}
     lock = threading.Lock()
     original = BlockThread.syncthreads

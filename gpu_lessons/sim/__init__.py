@@ -12,10 +12,11 @@ from contextlib import contextmanager
 
 def install() -> None:
     """Install the simulator extras; safe to call more than once."""
-    from . import fma, warp  # numba's simulator modules load only when extras are installed
+    from . import fma, scheduler, warp  # numba's simulator modules load only when extras are installed
 
     fma.install()
-    warp.install()  # installs the scheduler first: its syncthreads wraps the scheduler's
+    scheduler.install()
+    warp.install()
 
 
 def uninstall() -> None:

@@ -5,7 +5,7 @@ simulated launch, and this module removes most of each, with the same semantics:
 
 * ``BlockManager.run`` loops over all the block's threads without pause until they finish, looking
   for threads parked in ``cuda.syncthreads()``, and so holds the GIL much of the time the threads
-  need. Here a thread entering ``syncthreads()`` or finishing counts itself under a lock, and the
+  need. Here a thread parking in ``syncthreads()`` or finishing counts itself under a lock, and the
   manager wakes only when every live thread is parked (it releases them all), when the last one
   finishes, or when one has raised (it aborts the launch, as numba does).
 * Starting an OS thread costs about 140 us on the CI machine, more than a simple kernel's body, and
@@ -93,29 +93,33 @@ def _thread_run(self) -> None:
     try:
         _SAVED[("BlockThread", "run")](self)
     finally:
-        self._manager._block_state_changed(finished=True, failed=self.exception is not None)
+        self._manager._thread_finished(failed=self.exception is not None)
 
 
-def _syncthreads(self) -> None:
-    """Park at the barrier until the manager lets every thread of the block go on."""
-    if self.abort:
-        raise RuntimeError("abort flag set on syncthreads call")
-    self.syncthreads_blocked = True
-    self._manager._block_state_changed()
-    self.syncthreads_event.wait()
-    self.syncthreads_event.clear()
-    if self.abort:
-        raise RuntimeError("abort flag set on syncthreads clear")
+def _blocked(self) -> bool:
+    return self.__dict__.get("_sched_blocked", False)
 
 
-def _block_state_changed(self, finished: bool = False, failed: bool = False) -> None:
-    """A thread parked at a barrier (the default) or finished: wake the manager if it can act."""
+def _set_blocked(self, blocked: bool) -> None:
+    """numba's ``syncthreads()`` sets ``syncthreads_blocked`` before it waits: a property, so any
+    ``syncthreads`` (numba's, or a wrapper around it, installed in any order) reports the thread
+    parked. The manager clears it when it lets the thread go."""
+    if not blocked:
+        self.__dict__["_sched_blocked"] = False
+        return
+    manager = self._manager
+    with manager._sched_lock:
+        self.__dict__["_sched_blocked"] = True
+        manager._sched_parked += 1
+        if manager._sched_parked == manager._sched_live:
+            manager._sched_wake.set()
+
+
+def _thread_finished(self, failed: bool) -> None:
+    """On the manager: a thread finished (or raised); wake the manager if it can act."""
     with self._sched_lock:
-        if finished:
-            self._sched_live -= 1
-            self._sched_failed |= failed
-        else:
-            self._sched_parked += 1
+        self._sched_live -= 1
+        self._sched_failed |= failed
         if self._sched_failed or self._sched_parked == self._sched_live:
             self._sched_wake.set()
 
@@ -195,9 +199,9 @@ _PATCHES = {  # (class, attribute) -> its replacement here
     ("BlockThread", "is_alive"): _thread_is_alive,
     ("BlockThread", "join"): _thread_join,
     ("BlockThread", "run"): _thread_run,
-    ("BlockThread", "syncthreads"): _syncthreads,
+    ("BlockThread", "syncthreads_blocked"): property(_blocked, _set_blocked),
     ("BlockManager", "run"): _manager_run,
-    ("BlockManager", "_block_state_changed"): _block_state_changed,
+    ("BlockManager", "_thread_finished"): _thread_finished,
     ("FakeCUDAKernel", "__call__"): _launch,
 }
 
@@ -209,8 +213,7 @@ def _classes() -> dict:
 
 
 def install() -> None:
-    """Replace numba's polling manager; safe to call more than once (a wrapper around
-    ``syncthreads`` installed later, such as the warp primitives', stays in place)."""
+    """Replace numba's polling manager; safe to call more than once."""
     if _SAVED:
         return
     classes = _classes()
@@ -220,7 +223,7 @@ def install() -> None:
 
 
 def uninstall() -> None:
-    """Back to numba's own manager (call after removing any wrapper around ``syncthreads``)."""
+    """Back to numba's own manager."""
     classes = _classes()
     for (cls, name), original in _SAVED.items():
         if name in vars(classes[cls]):

@@ -771,9 +771,6 @@ def install() -> None:
     from numba.cuda.simulator.kernel import BlockManager, BlockThread
     from numba.cuda.simulator.kernelapi import FakeCUDAModule
 
-    from . import scheduler
-
-    scheduler.install()  # first: the syncthreads wrapped below (and saved for uninstall) is its own
     for cls, names in ((BlockThread, ("_warp_exited", "_warp_barriers", "_warp_in_barrier", "__init__",
                                       "syncthreads")),
                        (BlockManager, ("__init__",)),
