@@ -140,7 +140,7 @@ def _launch(self, *args):
 
 
 def _manager_run(self, grid_point, *args) -> None:
-    """Run a block: start its's threads, release each barrier once all live threads are parked."""
+    """Run a block: start its threads, release each barrier once all live threads are parked."""
     from numba.cuda.simulator.kernel import BlockThread
 
     self._sched_lock = threading.Lock()
