@@ -205,6 +205,8 @@ def cmd_record(args) -> int:
     modules = _pick(args.lessons, include_ceilings=True)
     _require_gpu("record")
     _writable_data(args.data)
+    if args.ncu_only:
+        return _record_counters_only(modules, args.data, args.partial)
     for module in modules:
         if not _run_checks(module):
             raise CommandError(f"{module.NAME}: correctness checks failed; nothing recorded")
@@ -228,6 +230,36 @@ def cmd_record(args) -> int:
             result = _with_earlier_counters(result, args.data)
         for path in results.write_result(result, root=args.data):
             print(f"recorded: {results.shown_path(path)}")
+    return 0
+
+
+def _record_counters_only(modules, data: str | None, partial: str | None) -> int:
+    """--ncu-only: profile each lesson's ncu cases and attach the counters to this GPU's recording of
+    it (read from --data if it has one, else from the course's data/); timings, facts and kernels stay
+    as recorded, and only the evidence file is written (its sources name the ncu run)."""
+    from . import device_info, ncu, results
+
+    gpu = device_info().slug
+    for module in modules:
+        if not hasattr(module, "ncu_cases"):
+            raise CommandError(f"{module.NAME}: has no ncu cases to profile (--ncu-only)")
+        earlier = None
+        for root in dict.fromkeys([data, None]):
+            try:
+                earlier = results.read_result(module.NAME, gpu=gpu, root=root)
+                break
+            except results.MissingRecordingError:
+                continue
+        if earlier is None:
+            raise CommandError(f"{module.NAME}: no recording on {gpu} to add counters to; "
+                               f"record it first ('gpu-lessons record {module.NAME} --ncu')")
+        work = Path(partial or "gpu-lessons-out") / module.NAME / "ncu"
+        cases, sources = ncu.profile(["-m", "gpu_lessons.ncu", "launch", module.NAME],
+                                     list(module.NCU_METRICS), work)
+        kept = {name: entry for name, entry in earlier.evidence.sources.items() if name not in sources}
+        result = earlier.with_evidence(ncu=cases, sources={**kept, **sources})
+        path = results.write_evidence(result, root=data)
+        print(f"recorded: {results.shown_path(path)} (ncu counters added to {earlier.source})")
     return 0
 
 
@@ -335,6 +367,9 @@ def build_parser() -> argparse.ArgumentParser:
     record.add_argument("--data", default=None, help=data_help)
     record.add_argument("--ncu", action="store_true",
                         help="also profile the lesson's cases with Nsight Compute (ncu on the PATH)")
+    record.add_argument("--ncu-only", action="store_true",
+                        help="profile with Nsight Compute and add the counters to this GPU's existing "
+                             "recording (writes only <lesson>.evidence.json; no timing is re-measured)")
     record.add_argument("--section", action="append", metavar="NAME",
                         help="measure only this section (repeatable; for trying, records nothing)")
     record.add_argument("--partial", default=None, metavar="DIR",

@@ -240,3 +240,52 @@ def test_run_without_its_recording_fails_before_the_checks(tmp_path, monkeypatch
     captured = capsys.readouterr()
     assert captured.out == ""  # at once, not after the minutes of checking
     assert captured.err.count("\n") == 1 and "the data folder does not exist" in captured.err
+
+
+def test_ncu_only_adds_counters_to_the_recording_and_leaves_its_timings(tmp_path, monkeypatch, capsys):
+    """`record LESSON --ncu-only`: the profile's counters replace the evidence's ncu block; the CSV and
+    meta are not rewritten, and the earlier sources other than the ncu run are kept."""
+    from gpu_lessons import cli, ncu
+    from gpu_lessons import device as device_module
+
+    gpu = "nvidia-h200"
+    shutil.copytree(DATA / gpu, tmp_path / gpu, ignore=shutil.ignore_patterns("checks", "probes"))
+    csv_before = (tmp_path / gpu / "reduce.csv").read_bytes()
+    fresh = {"case one": {"kernel": "k", "source": "ncu", "metrics": {"m": 7}, "grid": [1, 1, 1],
+                          "block": [32, 1, 1]}}
+    calls = []
+
+    def fake_profile(launcher, metrics, workdir, source="ncu", ncu="ncu"):
+        calls.append(launcher)
+        return fresh, {"ncu": {"tool": "fake", "date": "2026-12-05T00:00:00+00:00"}}
+
+    class FakeInfo:
+        slug = gpu
+
+    monkeypatch.setattr(cli, "_require_gpu", lambda command: None)
+    monkeypatch.setattr(ncu, "profile", fake_profile)
+    monkeypatch.setattr(gpu_lessons, "device_info", lambda: FakeInfo(), raising=False)
+    monkeypatch.setattr(device_module, "device_info", lambda: FakeInfo())
+    assert main(["record", "reduce", "--ncu-only", "--data", str(tmp_path),
+                 "--partial", str(tmp_path / "work")]) == 0
+    assert "ncu counters added" in capsys.readouterr().out
+    evidence = json.loads((tmp_path / gpu / "reduce.evidence.json").read_text())
+    assert evidence["ncu"] == fresh and evidence["sources"]["ncu"]["tool"] == "fake"
+    assert evidence["kernels"]  # the recording's own evidence stays
+    assert (tmp_path / gpu / "reduce.csv").read_bytes() == csv_before
+    assert calls == [["-m", "gpu_lessons.ncu", "launch", "reduce"]]
+
+
+def test_ncu_only_needs_a_recording_of_this_gpu(tmp_path, monkeypatch, capsys):
+    from gpu_lessons import cli
+    from gpu_lessons import device as device_module
+
+    class FakeInfo:
+        slug = "nvidia-tesla-t4"
+
+    monkeypatch.setattr(cli, "_require_gpu", lambda command: None)
+    monkeypatch.setattr(gpu_lessons, "device_info", lambda: FakeInfo(), raising=False)
+    monkeypatch.setattr(device_module, "device_info", lambda: FakeInfo())
+    assert main(["record", "reduce", "--ncu-only", "--data", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "no recording on nvidia-tesla-t4" in err
