@@ -289,3 +289,44 @@ def test_ncu_only_needs_a_recording_of_this_gpu(tmp_path, monkeypatch, capsys):
     assert main(["record", "reduce", "--ncu-only", "--data", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "no recording on nvidia-tesla-t4" in err
+
+
+def test_merge_adds_a_sections_rows_to_the_recording_with_their_provenance(tmp_path, monkeypatch, capsys):
+    """`record LESSON --section S --merge`: the section's rows join the recording (rows of the same
+    variant are replaced), the other rows stay byte for byte, and the meta names the merged run."""
+    import pandas as pd
+
+    from gpu_lessons import cli, results
+    from gpu_lessons.lessons import runner
+
+    gpu = "nvidia-h200"
+    shutil.copytree(DATA / gpu, tmp_path / gpu, ignore=shutil.ignore_patterns("checks", "probes"))
+    before = results.read_result("reduce", gpu=gpu, root=tmp_path)
+    replaced = before.table["variant"].iloc[0]
+    first = before.table[before.table["variant"] == replaced].head(1)
+    rows = pd.concat([first.assign(median_ms=1.0, min_ms=1.0, max_ms=1.0),
+                      first.assign(variant="two_paths", median_ms=2.0, min_ms=2.0, max_ms=2.0)])
+    fresh = results.make_table(rows.drop(columns=["gbps", "gflops"]).to_dict("records"))
+    meta = {**before.meta, "date": "2026-12-05T09:00:00+00:00", "git_revision": "abc1234",
+            "command": "gpu-lessons record reduce --section s --merge"}
+    live = results.LessonResult(lesson="reduce", table=fresh, meta=meta,
+                                evidence=results.Evidence(facts={"new fact": 1}), live=True)
+    monkeypatch.setattr(cli, "_require_gpu", lambda command: None)
+    monkeypatch.setattr(cli, "_run_checks", lambda module: True)
+    monkeypatch.setattr(runner, "measure", lambda module, **kwargs: live)
+    assert main(["record", "reduce", "--section", "s", "--merge", "--data", str(tmp_path)]) == 0
+    after = results.read_result("reduce", gpu=gpu, root=tmp_path)
+    others = before.table[before.table["variant"] != replaced]
+    assert len(after.table) == len(others) + 2
+    assert set(after.table["variant"]) == set(before.table["variant"]) | {"two_paths"}
+    assert (after.rows("two_paths")["median_ms"] == 2.0).all()
+    assert (after.rows(replaced)["median_ms"] == 1.0).all() and len(after.rows(replaced)) == 1
+    assert after.meta["date"] == before.meta["date"]  # the recording's own provenance stays
+    assert after.meta["merged_sections"]["s"]["git_revision"] == "abc1234"
+    assert after.meta["merged_sections"]["s"]["variants"] == sorted({replaced, "two_paths"})
+    assert after.facts["new fact"] == 1 and after.evidence.ncu == before.evidence.ncu
+
+
+def test_merge_needs_a_section(capsys):
+    assert main(["record", "reduce", "--merge"]) == 2
+    assert "name them" in capsys.readouterr().err
