@@ -319,6 +319,7 @@ EXAMPLES = """examples:
   gpu-lessons run roofline             lesson 1: check its kernels, show its measurements, save its figures
   gpu-lessons notebooks ~/gpu-course   copy the notebooks out; then: jupyter lab ~/gpu-course
   gpu-lessons scoreboard               each lesson's best kernel against CuPy and cuBLAS
+  gpu-lessons targets                  which kernels fit a T4 ... H200, and why the others do not
 
 GPU_LESSONS_MODE=gpu|sim|auto forces the mode; GPU_LESSONS_DATA names another data folder."""
 

@@ -39,7 +39,7 @@ from pathlib import Path
 from .targets import MATRIX_FILE, TARGETS, Target
 
 NVCC_PACKAGE = "nvidia-cuda-nvcc-cu12"
-NVCC_VERSION = "12.9.86"  # pinned in pyproject's `targets` extra
+NVCC_VERSION = "12.9.86"  # pinned in pyproject's `targets` extra, with NVRTC (numba-cuda looks for it)
 PACKAGE = Path(__file__).resolve().parent
 # modules of device code a kernel may call besides its own module: part of every key
 INTRINSICS = ("ptx.py", "vector.py")
@@ -180,21 +180,7 @@ def compile_launch(launch) -> dict:
     kernel_fixup(function, False)
     nvvm.set_launch_bounds(function, options.get("launch_bounds"))
     cap = options.get("max_registers")
-    return {name: assemble(_ptx(library, name), name, cap) for name in architectures()}
-
-
-def _ptx(library, name: str) -> str:
-    """NVVM's PTX for one architecture. numba-cuda would ask NVRTC (a 217 MB library) which
-    architectures the toolkit knows, to pick the closest; naming the architecture exactly
-    (its documented NUMBA_FORCE_CUDA_CC, here set for the one call) needs only NVVM."""
-    from numba.cuda.core import config
-
-    cc = _arch_cc(name)
-    before, config.FORCE_CUDA_CC = config.FORCE_CUDA_CC, cc
-    try:
-        return library.get_asm_str(cc=cc)
-    finally:
-        config.FORCE_CUDA_CC = before
+    return {name: assemble(library.get_asm_str(cc=_arch_cc(name)), name, cap) for name in architectures()}
 
 
 def _compile_worker(names: list[str]) -> dict:

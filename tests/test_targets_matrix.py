@@ -114,3 +114,14 @@ def test_a_sample_compiles_to_what_the_matrix_says(committed):
     fresh = matrix.compile_in_processes(list(SAMPLE), workers=2)
     for name in SAMPLE:
         assert fresh[name]["compiled"] == committed["kernels"][name]["compiled"], name
+
+
+def test_the_command_prints_one_lesson_and_the_reasons(capsys):
+    from gpu_lessons import cli
+
+    assert cli.main(["targets", "tensor_cores"]) == 0
+    out = capsys.readouterr().out
+    assert "tensor_cores/warp_tile 4 stages" in out and "roofline/" not in out
+    assert "needs sm_80 (mma.sync .tf32, cp.async)" in out
+    assert "shared 144 KiB > 99 KiB opt-in on sm_89" in out
+    assert cli.main(["targets", "nope"]) == 2
