@@ -251,22 +251,27 @@ def _refusal(error: str) -> str:
 
 def verdict(compiled: dict, threads: int, dynamic_shared: int, target: Target) -> dict:
     """fits or not, why not, and what the kernel takes on this target."""
+    return judge(compiled[arch(target.cc)], threads, dynamic_shared, target.sm_limits(), arch(target.cc))
+
+
+def judge(result: dict, threads: int, dynamic_shared: int, limits, architecture: str) -> dict:
+    """One compile result (ptxas's for ``architecture``) against SM limits (a target's, or a GPU's
+    read live: ``occupancy.SMLimits``)."""
     from .occupancy import occupancy
 
-    result = compiled[arch(target.cc)]
     if "error" in result:
         return {"fits": False, "reason": _refusal(result["error"])}
     shared = result["static_shared"] + dynamic_shared
     cell = {"registers": result["registers"], "spill_bytes": result["spill_stores"],
             "shared": shared, "dynamic_shared": dynamic_shared}
-    sm = arch(target.cc).rstrip("a")
-    if threads > target.max_threads_per_block:
+    sm = architecture.rstrip("a")
+    if threads > limits.max_threads_per_block:
         return {**cell, "fits": False,
-                "reason": f"{threads} threads > {target.max_threads_per_block} a block"}
-    if shared > target.shared_per_block_optin:
+                "reason": f"{threads} threads > {limits.max_threads_per_block} a block"}
+    if shared > limits.shared_per_block_optin:
         return {**cell, "fits": False,
-                "reason": f"shared {kib(shared)} > {kib(target.shared_per_block_optin)} opt-in on {sm}"}
-    occ = occupancy(threads, result["registers"], shared, target.sm_limits(), opt_in=True)
+                "reason": f"shared {kib(shared)} > {kib(limits.shared_per_block_optin)} opt-in on {sm}"}
+    occ = occupancy(threads, result["registers"], shared, limits, opt_in=True)
     if occ.blocks_per_sm == 0:
         return {**cell, "fits": False, "reason": f"registers: {occ.detail}"}
     return {**cell, "fits": True, "reason": "", "blocks_per_sm": occ.blocks_per_sm}

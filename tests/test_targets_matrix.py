@@ -104,6 +104,24 @@ def test_fits_and_gates_answer_from_the_matrix():
     gated = targets.gates("tensor_cores", "rtx4090")
     assert set(gated) == {"tensor_cores/warp_tile 4 stages", "tensor_cores/warp_tile_64x64 128x256"}
     assert targets.gates("reduce", "t4") == {}
+    assert targets.gated_parts("tensor_cores", "a10") == {
+        "warp_tile 4 stages": "shared 128 KiB > 99 KiB opt-in on sm_86",
+        "warp_tile_64x64 128x256": "shared 144 KiB > 99 KiB opt-in on sm_86"}
+    assert "mma_async" in targets.gated_parts("tensor_cores", "t4")
+
+
+def test_a_gpu_read_live_is_judged_by_its_own_limits():
+    """An RTX 3080 (sm_86 like the A10, not in the table): the A10's compile, its own limits."""
+    from dataclasses import replace
+
+    rtx3080 = replace(targets.target("a10").sm_limits(), source="read from the device")
+    assert targets.fits_device("tensor_cores/warp_tile", rtx3080) == (True, "")
+    assert targets.fits_device("tensor_cores/warp_tile 4 stages", rtx3080) == \
+        (False, "shared 128 KiB > 99 KiB opt-in on sm_86")
+    h200 = targets.target("h200").sm_limits()
+    assert targets.fits_device("littles_law/copy w16 u4 at 256 threads x 2 blocks/SM", h200) == (True, "")
+    blackwell = replace(h200, compute_capability="12.0")
+    assert targets.fits_device("tensor_cores/warp_tile", blackwell) == (True, "not checked for sm_120a")
 
 
 def test_a_sample_compiles_to_what_the_matrix_says(committed):
