@@ -395,6 +395,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     parser = build_parser()
     args = parser.parse_args(argv)
+    if choose_mode() == "compile" and args.command not in ("list", "notebooks", "targets", "scoreboard"):
+        print("gpu-lessons: error: GPU_LESSONS_MODE=compile compiles kernels and runs none (gpu-lessons "
+              "targets); unset it to run the lessons", file=sys.stderr)
+        return 2
     from .checks import InputError
     from .results import RecordingError
 

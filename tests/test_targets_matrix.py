@@ -8,8 +8,11 @@ the ``targets`` extra) and must give what the matrix says.
 
 import csv
 import importlib
+import os
 import pkgutil
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -143,3 +146,11 @@ def test_the_command_prints_one_lesson_and_the_reasons(capsys):
     assert "needs sm_80 (mma.sync .tf32, cp.async)" in out
     assert "shared 144 KiB > 99 KiB opt-in on sm_89" in out
     assert cli.main(["targets", "nope"]) == 2
+
+
+def test_compile_mode_runs_no_lesson():
+    environment = {**os.environ, "GPU_LESSONS_MODE": "compile"}
+    done = subprocess.run([sys.executable, "-m", "gpu_lessons", "run", "roofline"], capture_output=True,
+                          text=True, env=environment, timeout=120)
+    assert done.returncode == 2 and done.stderr.startswith("gpu-lessons: error: GPU_LESSONS_MODE=compile")
+    assert "Traceback" not in done.stderr
