@@ -74,9 +74,10 @@ def _versions() -> dict:
 def device_info() -> DeviceInfo:
     """Describe the current device (cached: the device does not change within a process)."""
     mode = choose_mode()
-    if mode == "sim":
+    if mode in ("sim", "compile"):
         return DeviceInfo(
-            mode="sim", name="numba-cuda simulator", compute_capability="0.0", sms=0,
+            mode=mode, name="numba-cuda simulator" if mode == "sim" else "no GPU (compile only)",
+            compute_capability="0.0", sms=0,
             sm_clock_mhz=0.0, memory_clock_mhz=0.0, memory_bus_bits=0, memory_gib=0.0, l2_mib=0.0,
             driver="none", cuda_runtime="none", **_versions(),
         )
@@ -107,6 +108,9 @@ def device_info() -> DeviceInfo:
 def describe() -> str:
     """One paragraph a notebook's first cell prints: the mode and the device."""
     info = device_info()
+    if info.mode == "compile":
+        return ("Mode: compile only (numba-cuda's compiler, no GPU): kernels compile to PTX for a target "
+                "GPU; nothing runs.")
     if info.mode == "sim":
         return (
             f"Mode: simulator (numba-cuda {info.numba_cuda}, numba {info.numba}). No GPU here: "

@@ -2,6 +2,8 @@
 
 numba-cuda reads ``NUMBA_ENABLE_CUDASIM`` when ``numba.cuda`` is first imported, so the choice has to
 be made here, first. ``GPU_LESSONS_MODE`` forces it: ``gpu``, ``sim`` or ``auto`` (the default).
+``compile`` is a third mode, for the compile checks (``gpu_lessons.matrix``): numba's real compiler
+(the simulator off) without a GPU; kernels compile to PTX for a named target, nothing launches.
 
 The choice is made once per process, when ``gpu_lessons`` is imported; every later ``choose_mode()``
 (bench.py and vector.py ask at their import) returns it, whatever the environment says by then: a
@@ -14,7 +16,7 @@ import os
 import sys
 
 MODE_VARIABLE = "GPU_LESSONS_MODE"
-MODES = ("auto", "gpu", "sim")
+MODES = ("auto", "gpu", "sim", "compile")
 _chosen: str | None = None  # the decision of this process, once made
 
 
@@ -76,6 +78,8 @@ def _decide() -> str:
         raise ModeError(
             f"{MODE_VARIABLE}=gpu but no CUDA GPU is visible to the driver; unset it to use the simulator"
         )
+    if wanted == "compile" and already == "gpu":  # the real compiler either way
+        already = "compile"
     if already is not None and already != wanted:
         raise ModeError(
             f"numba.cuda was already imported in {already!r} mode, but gpu_lessons wants {wanted!r}. "

@@ -17,8 +17,8 @@ every kernel of the package (``benchmarks/record_occupancy_driver.py``, recorded
   file each); a block must also fit the per-block register limit, checked as if its warps were spread
   over all 4 sub-partitions (its warp count rounded up to a multiple of 4).
 * shared memory: static + dynamic + the per-block reservation (1 KiB on sm_80+), rounded up to the
-  allocation unit (128 bytes), out of the SM's shared memory (228 KiB on an H100/H200, with no
-  carve-out preference set).
+  allocation unit (256 bytes on sm_7x, 128 on sm_8x and later), out of the SM's shared memory
+  (228 KiB on an H100/H200, with no carve-out preference set).
 * the per-block shared-memory limit: a plain kernel may have 48 KiB (static + dynamic). Past that it
   must opt in: raise its ``cudaFuncAttributeMaxDynamicSharedMemorySize`` (numba:
   ``kernels.launch.allow_dynamic_shared``), up to the GPU's opt-in limit (227 KiB on an
@@ -51,7 +51,7 @@ NOTHING_FITS = "nothing fits"
 # Per-architecture constants of cuda_occupancy.h (not exposed as device attributes), by major CC.
 ARCHITECTURE = {
     # major: (register allocation unit, max registers per thread, sub-partitions, shared alloc unit)
-    7: (256, 255, 4, 128),
+    7: (256, 255, 4, 256),  # sm_7x allocates shared memory in 256 bytes (cudaOccSMemAllocationGranularity)
     8: (256, 255, 4, 128),
     9: (256, 255, 4, 128),
     10: (256, 255, 4, 128),
