@@ -89,12 +89,22 @@ def cmd_list(_args) -> int:
                   if p.parts[0] == "deep_dives" and p.suffix == ".ipynb"]
     if deep_dives:
         print(f"deep dives: {', '.join(shown + p for p in deep_dives)}")
+    _say_left_out(lessons)
     if here:
         print(f"open them with: jupyter lab {shown}")
     else:
         print("the notebooks come with the package: copy them out with 'gpu-lessons notebooks DIR', "
               "then 'jupyter lab DIR'")
     return 0
+
+
+def _say_left_out(lessons) -> None:
+    """One line per lesson that leaves kernels out on this GPU (what, and why)."""
+    from . import gates
+    from .lessons import runner
+
+    for module in lessons.LESSONS.values():
+        gates.say(module.NAME, runner.left_out(module))
 
 
 def cmd_notebooks(args) -> int:
@@ -118,6 +128,9 @@ def cmd_notebooks(args) -> int:
 def _run_checks(module) -> bool:
     checks = module.check()
     failed = checks[~checks["passed"]]
+    if checks.empty and checks.attrs.get("left_out"):
+        print(f"{module.NAME}: no correctness check can run on this GPU (see the line above)")
+        return True
     print(f"{module.NAME}: {len(checks) - len(failed)}/{len(checks)} correctness checks passed")
     if len(failed):
         _print_table(failed, "failed checks")

@@ -8,6 +8,8 @@ A lesson module (``lessons/<topic>.py``) has:
     check() -> DataFrame             every kernel against NumPy on awkward sizes (either mode)
     figures(result, roof) -> dict    the lesson's figures from a ``LessonResult`` and the measured roof
     NCU_METRICS, ncu_cases()         optional: the Nsight Compute counters ``record --ncu`` keeps
+    left_out() -> {name: why}        optional: the kernels this GPU cannot run (``gpu_lessons.gates``);
+                                     check() and the sections leave them out, and one line says so
 
 What a run learns travels in its ``LessonResult`` (table, facts, evidence), never in module state.
 ``load(name)`` gives a lesson's result: measured live on a GPU, else its recording under ``data/``.
