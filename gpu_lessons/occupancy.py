@@ -279,6 +279,12 @@ def recorded_limits(gpu: str | None = None) -> SMLimits:
                               source=f"recorded on {result.meta['gpu']} ({result.evidence.origin})")
 
 
+def limits_of(result) -> SMLimits:
+    """The SM limits of the GPU a result was measured on: this device's for a live result, those kept
+    with the recording's GPU for a recording (never this GPU's limits applied to another's kernels)."""
+    return sm_limits() if result.live else recorded_limits(result.gpu)
+
+
 @lru_cache(maxsize=1)
 def sm_limits() -> SMLimits:
     """This GPU's SM limits in GPU mode; on the simulator, the target's it stands in for

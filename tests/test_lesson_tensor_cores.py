@@ -140,6 +140,7 @@ def test_recorded_names_are_the_ones_the_sections_and_ncu_cases_write(recorded):
         assert lesson.BY_NAME[name].ncu_kernel in ("mma_global", "tc_gemm_generated", "gemm_generated")
 
 
+@pytest.mark.needs_sm80
 @pytest.mark.simulator_only("on a GPU check() compiles and checks all 17 generated kernels (a minute or "
                              "two); gpu-lessons record runs it there before every recording")
 def test_check_passes_on_the_simulator():
@@ -180,6 +181,7 @@ def test_peak_launch_shape_and_flops():
     assert lesson.mma_count(16, 8, 8) == 1 and lesson.mma_count(4096, 4096, 4096) == 256 * 512 * 512
 
 
+@pytest.mark.needs_sm80
 @pytest.mark.simulator_only("on a GPU the workers compile two big kernels for real (a minute); the "
                              "recording's first section does that there")
 def test_compile_jobs_and_parallel_workers(tmp_path, monkeypatch):

@@ -51,7 +51,8 @@ SIZES = [2**p for p in range(10, 29)]
 SWEEP_VARIANTS = ["warp_shuffle", "vec4", "vec4_last_block", "vec4_two_pass"]
 GRID_VARIANTS = ["grid_stride", "warp_shuffle", "vec4", "vec4_last_block"]  # the grid figure
 BLOCKS_PER_SM = [1, 2, 3, 4, 6, 8, 16, 32]
-DEFAULT_BLOCKS_PER_SM = 8  # 8 x 256 threads = 2048: a full SM (when registers allow 8 blocks)
+DEFAULT_BLOCKS_PER_SM = 8  # the recorded grid: 8 x 256 threads, a full sm_80/sm_90 SM if registers allow (a
+# sweep point elsewhere: 1.33 waves on sm_86/sm_89, 2 on sm_75; the sweeps time 1 to 32 blocks per SM)
 SLOW_RUNS = 3  # the one-atomic-per-element kernel takes ~0.5 s at 2^28
 CUPY = "cupy.sum"
 NUMBA_REDUCE = "numba cuda.reduce"

@@ -48,7 +48,7 @@ from ..kernels import gemm_codegen, gemm_steps, generated, tc_codegen
 from ..kernels import tensor_cores as tc
 from ..kernels.util import poison
 from ..ncu import Case
-from ..occupancy import occupancy, sm_limits
+from ..occupancy import occupancy, recorded_limits, sm_limits
 from ..plots import charts
 from ..plots import tensor_cores as figs
 from ..results import LessonResult, RecordingError
@@ -216,6 +216,30 @@ def left_out(limits=None) -> dict[str, str]:
     """The lesson's kernels this GPU cannot run: {name: why} (empty on an sm_80+ GPU with the shared
     memory of every tile; on the simulator, as the target ``GPU_LESSONS_DEVICE`` names)."""
     return gates.left_out(NEEDS, limits)
+
+
+def load() -> LessonResult:
+    """The lesson's result for the notebook: measured live on a GPU that runs every kernel of it; on one
+    that cannot run some (``left_out``), or on the simulator, the recording -- one line says why."""
+    from . import load as load_lesson
+
+    gated = left_out()
+    gates.say(NAME, gated)
+    if SIMULATED or not gated:
+        return load_lesson(NAME)
+    result = load_lesson(NAME, live=False)
+    print(f"{NAME}: this GPU cannot run every kernel of the lesson: showing the recording {result.source} "
+          f"({result.gpu}); 'gpu-lessons run {NAME}' measures what it can run")
+    return result
+
+
+def mma_demo(a, b, c=None):
+    """``kernels.tensor_cores.mma_demo`` on a GPU with mma.sync; elsewhere None, after one line why."""
+    why = gates.missing(tc.MMA_NEEDS)
+    if why:
+        print(f"mma_demo: left out on this GPU: it {why}")
+        return None
+    return tc.mma_demo(a, b, c)
 
 
 def runnable(variants=VARIANTS) -> tuple[Variant, ...]:
@@ -871,8 +895,9 @@ def warps_per_sm(result: LessonResult, variant: str) -> int:
     else:
         threads, dynamic = tile.threads, 4 * tile.shared_floats if tile.stages else 0
     shared = kernel.get("shared_bytes", 0) + dynamic
+    limits = sm_limits() if result.live else recorded_limits(result.gpu)  # the GPU it was measured on
     return occupancy(
-        threads, kernel["registers"], shared, opt_in=shared > tc_codegen.STATIC_SHARED_LIMIT
+        threads, kernel["registers"], shared, limits, opt_in=shared > tc_codegen.STATIC_SHARED_LIMIT
     ).warps_per_sm
 
 
