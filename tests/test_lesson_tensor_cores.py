@@ -186,7 +186,10 @@ def test_peak_launch_shape_and_flops():
                              "recording's first section does that there")
 def test_compile_jobs_and_parallel_workers(tmp_path, monkeypatch):
     jobs = lesson.compile_jobs()
-    assert len(jobs) == 14 + 3  # every generated variant, and the 4-byte twins timed at the awkward shape
+    gated = [lesson.BY_NAME[name].tile for name in lesson.left_out() if name in lesson.BY_NAME]
+    if not gated:  # every generated variant, and the 4-byte twins timed at the awkward shape
+        assert len(jobs) == 14 + 3
+    assert not set(gated) & {tile for _, tile in jobs}  # what this GPU cannot run is not compiled
     monkeypatch.setenv(generated.DIRECTORY_VARIABLE, str(tmp_path))
     seconds = generated.compile_in_parallel(lesson.__name__, "compile_worker", 2, workers=2)
     assert seconds > 0 and len(list(tmp_path.glob("tc_gemm_generated_*.py"))) == 2
