@@ -209,6 +209,9 @@ NEEDS: dict[str, gates.Needs] = {
     "mma_demo": tc.MMA_NEEDS,
     **{v.name: v.needs for v in VARIANTS},
     **{name: tc.MMA_NEEDS for name in PEAKS},
+    # cuBLAS with CUPY_TF32=1: TF32 tensor cores (sm_80 on); before them it computes FP32, which the
+    # section would report as "TF32 was off"
+    "cublas tf32": gates.Needs(cc=tc.SM80, why="TF32 tensor cores"),
 }
 
 
@@ -533,6 +536,10 @@ def _cublas_tf32(run: Run) -> None:
     errors join this run."""
     if cupy_or_none() is None:
         return  # no CuPy, no reference rows (as every lesson)
+    gated = left_out()
+    if "cublas tf32" in gated:
+        run.leave_out("cublas tf32", gated["cublas tf32"])
+        return
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / "cublas_tf32.json"
         done = subprocess.run(
@@ -780,8 +787,11 @@ def ncu_cases() -> list[Case]:
         cases.append(
             Case("cublas sgemm", "gemm", launched(lambda: cp.matmul(ca, cb, out=cc)), checked("fp32"))
         )
+    gated = left_out()
     for name in NCU_CASES[1:]:
         variant = BY_NAME[name]
+        if name in gated:  # not on this GPU (the run's line said so)
+            continue
         cases.append(
             Case(
                 name,
