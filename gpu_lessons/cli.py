@@ -312,6 +312,24 @@ def cmd_scoreboard(args) -> int:
     return 0
 
 
+def cmd_targets(args) -> int:
+    """The kernel x target matrix: from data/targets.json, or (--write) compiled afresh where stale."""
+    from . import matrix
+
+    chosen = [module.NAME for module in _pick(args.lessons, include_ceilings=False)] if args.lessons else None
+    if args.write:
+        made = matrix.make(everything=args.all)
+        print(f"wrote data/{matrix.MATRIX_FILE}: {len(made['kernels'])} kernels", file=sys.stderr)
+    current = matrix.read()
+    problems = matrix.stale(current)
+    print(matrix.table(current, chosen))
+    if problems and not args.write:
+        print(f"gpu-lessons: {len(problems)} kernel(s) changed since data/targets.json was made "
+              "(gpu-lessons targets --write)", file=sys.stderr)
+        return 1
+    return 0
+
+
 EXAMPLES = """examples:
   gpu-lessons list                     the lessons, their notebooks and deep dives
   gpu-lessons run roofline             lesson 1: check its kernels, show its measurements, save its figures
@@ -370,6 +388,14 @@ def build_parser() -> argparse.ArgumentParser:
                                                     "gpu-lessons, or $GPU_LESSONS_DATA)")
     board.add_argument("--json", action="store_true", help="one JSON object instead of a table")
     board.set_defaults(func=cmd_scoreboard)
+
+    targets = sub.add_parser("targets", help="every kernel x the target GPUs (T4 to H200): fits, or why not")
+    targets.add_argument("lessons", nargs="*", metavar="LESSON", help="default: every lesson")
+    targets.add_argument("--write", action="store_true",
+                         help="recompile the kernels whose code changed and rewrite data/targets.json "
+                              "(needs the targets extra: NVIDIA's compiler and ptxas, no GPU)")
+    targets.add_argument("--all", action="store_true", help="with --write: recompile every kernel")
+    targets.set_defaults(func=cmd_targets)
     return parser
 
 

@@ -110,8 +110,10 @@ def device_info() -> DeviceInfo:
                 memory_gib=round(t.memory_bytes / 2**30, 1), l2_mib=t.l2_bytes / 2**20,
                 driver="none", cuda_runtime="none", target=t.key, **_versions(),
             )
+    if mode in ("sim", "compile"):
         return DeviceInfo(
-            mode="sim", name="numba-cuda simulator", compute_capability="0.0", sms=0,
+            mode=mode, name="numba-cuda simulator" if mode == "sim" else "no GPU (compile only)",
+            compute_capability="0.0", sms=0,
             sm_clock_mhz=0.0, memory_clock_mhz=0.0, memory_bus_bits=0, memory_gib=0.0, l2_mib=0.0,
             driver="none", cuda_runtime="none", **_versions(),
         )
@@ -150,6 +152,9 @@ def describe() -> str:
             "CUDA thread and are checked against NumPy; what this GPU cannot run is left out; timings "
             "come from recordings under data/."
         )
+    if info.mode == "compile":
+        return ("Mode: compile only (numba-cuda's compiler, no GPU): kernels compile to PTX for a target "
+                "GPU; nothing runs.")
     if info.mode == "sim":
         return (
             f"Mode: simulator (numba-cuda {info.numba_cuda}, numba {info.numba}). No GPU here: "

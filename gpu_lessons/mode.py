@@ -2,6 +2,8 @@
 
 numba-cuda reads ``NUMBA_ENABLE_CUDASIM`` when ``numba.cuda`` is first imported, so the choice has to
 be made here, first. ``GPU_LESSONS_MODE`` forces it: ``gpu``, ``sim`` or ``auto`` (the default).
+``compile`` is a third mode, for the compile checks (``gpu_lessons.matrix``): numba's real compiler
+(the simulator off) without a GPU; kernels compile to PTX for a named target, nothing launches.
 
 ``GPU_LESSONS_DEVICE=t4|a100|a10|rtx3060|l4|rtx4090|h100|h200`` makes the simulator stand in for one
 of the target GPUs (``gpu_lessons.targets``): numba and the course see that GPU's compute capability
@@ -20,7 +22,7 @@ import os
 import sys
 
 MODE_VARIABLE = "GPU_LESSONS_MODE"
-MODES = ("auto", "gpu", "sim")
+MODES = ("auto", "gpu", "sim", "compile")
 DEVICE_VARIABLE = "GPU_LESSONS_DEVICE"
 _chosen: str | None = None  # the decision of this process, once made
 
@@ -101,6 +103,8 @@ def _decide() -> str:
         raise ModeError(
             f"{MODE_VARIABLE}=gpu but no CUDA GPU is visible to the driver; unset it to use the simulator"
         )
+    if wanted == "compile" and already == "gpu":  # the real compiler either way
+        already = "compile"
     if already is not None and already != wanted:
         raise ModeError(
             f"numba.cuda was already imported in {already!r} mode, but gpu_lessons wants {wanted!r}. "

@@ -177,16 +177,32 @@ def kernel_source(t: TcTile, name: str = "tc_gemm_generated") -> str:
         emit(f"bs{p} = {_u(a_floats)} + bk{p} * {_u(t.bn)} + (bn{p} ^ ({swizzle}))")
 
     def issue_async(k0: str, base: str, indent: int) -> None:
-        """cp.async this thread's pieces of the tile at k0 into the stage starting at ``base``."""
-        copy = "cp_async16" if t.vector else "cp_async4"
+        """cp.async this thread's pieces of the tile at k0 into the stage starting at ``base``.
+
+        The 4-byte twin issues 4 times as many copies, each without a branch: ``ok`` is 1 or 0 and
+        multiplies the source index and the byte count (a piece past the matrix copies 0 bytes from
+        element 0: zeros). Written with ``and`` and ``x if ok else y``, each copy is several basic
+        blocks, and the twin of a 128x128 tile with 4 warps (64 copies a stage) had so many in a row
+        that numba's control-flow pass, a recursive depth-first search, ran out of Python's stack
+        (``RecursionError``)."""
+        if not t.vector:
+            for p in range(copies_a):
+                emit(f"ok = U(m0 + am{p} < m) & U({k0} + ak{p} < k)", indent)
+                emit(f"cp_async4(smem, {base} + as{p}, a, ((m0 + am{p}) * k + {k0} + ak{p}) * ok, "
+                     f"{_u(4)} * ok)", indent)
+            for p in range(copies_b):
+                emit(f"ok = U({k0} + bk{p} < k) & U(n0 + bn{p} < n)", indent)
+                emit(f"cp_async4(smem, {base} + bs{p}, b, (({k0} + bk{p}) * n + n0 + bn{p}) * ok, "
+                     f"{_u(4)} * ok)", indent)
+            return
         for p in range(copies_a):
             emit(f"ok = m0 + am{p} < m and {k0} + ak{p} < k", indent)
-            emit(f"{copy}(smem, {base} + as{p}, a, (m0 + am{p}) * k + {k0} + ak{p} if ok else {_u(0)}, "
-                 f"{width * 4} if ok else 0)", indent)
+            emit(f"cp_async16(smem, {base} + as{p}, a, (m0 + am{p}) * k + {k0} + ak{p} if ok else {_u(0)}, "
+                 f"16 if ok else 0)", indent)
         for p in range(copies_b):
             emit(f"ok = {k0} + bk{p} < k and n0 + bn{p} < n", indent)
-            emit(f"{copy}(smem, {base} + bs{p}, b, ({k0} + bk{p}) * n + n0 + bn{p} if ok else {_u(0)}, "
-                 f"{width * 4} if ok else 0)", indent)
+            emit(f"cp_async16(smem, {base} + bs{p}, b, ({k0} + bk{p}) * n + n0 + bn{p} if ok else {_u(0)}, "
+                 f"16 if ok else 0)", indent)
 
     def load_and_store(k0: str, indent: int) -> None:
         """Plain loads into registers, then stores into shared memory (stage 0)."""
