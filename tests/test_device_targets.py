@@ -150,3 +150,20 @@ def test_the_cli_refuses_a_bad_switch_in_one_line(env, message):
     done = subprocess.run([sys.executable, "-m", "gpu_lessons", "list"], capture_output=True, text=True,
                           env={**os.environ, **env}, timeout=120)
     assert done.returncode == 2 and message in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_the_gates_agree_with_the_compilers_matrix():
+    """What lesson 7 leaves out on each target (its kernels' needs against the target's limits) is what
+    ptxas and the limits say in the kernel x target matrix (data/targets.json, gpu_lessons.matrix)."""
+    from gpu_lessons.sim import target
+
+    try:
+        targets.gates(lesson.NAME, "t4")
+    except FileNotFoundError:
+        pytest.skip("no kernel x target matrix in data/ yet ('gpu-lessons targets --write' makes it)")
+    for key in KEYS:
+        compiled = set(targets.gates(lesson.NAME, key))
+        with target.use(key):
+            ours = set(lesson.left_out()) - {"cublas tf32"}  # a library call: not in the matrix
+        assert all(any(name in label for label in compiled) for name in ours), (key, ours, compiled)
+        assert all(any(name in label for name in ours) for label in compiled), (key, ours, compiled)
