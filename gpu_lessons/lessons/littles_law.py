@@ -75,13 +75,16 @@ def chases(l2_bytes: int | None = None) -> tuple:
     is the largest power of two of lines up to 16 MiB that fills at most a third of the L2 (16 MiB
     on the H200's 60 MiB and an L4's 48 MiB; 8 MiB on an A100's 40 MiB; 1 MiB on a T4's 4 MiB), so
     that it measures the L2, not DRAM; its buffer stays 4x the footprint."""
-    if l2_bytes is None:
-        l2_bytes = int(device_info().l2_mib * 2**20)
-    level, elements, nodes, steps = CHASES[1]
-    while nodes > 2**8 and nodes * CHASE_LINE_BYTES * L2_CHASE_SHARE > l2_bytes:
-        nodes //= 2
-        elements //= 2
-    return (CHASES[0], (level, elements, nodes, steps), CHASES[2])
+    out = []
+    for level, elements, nodes, steps in CHASES:
+        if level == "L2":
+            if l2_bytes is None:
+                l2_bytes = int(device_info().l2_mib * 2**20)
+            while nodes > 2**8 and nodes * CHASE_LINE_BYTES * L2_CHASE_SHARE > l2_bytes:
+                nodes //= 2
+                elements //= 2
+        out.append((level, elements, nodes, steps))
+    return tuple(out)
 LEVELS = ("DRAM", "L2", "L1", "FMA")
 
 FLUSH_ELEMENTS = 2**27  # 512 MiB written between building the DRAM chain and timing it
