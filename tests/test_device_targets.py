@@ -167,3 +167,34 @@ def test_the_gates_agree_with_the_compilers_matrix():
             ours = set(lesson.left_out()) - {"cublas tf32"}  # a library call: not in the matrix
         assert all(any(name in label for label in compiled) for name in ours), (key, ours, compiled)
         assert all(any(name in label for name in ours) for label in compiled), (key, ours, compiled)
+
+
+def test_a_live_roof_is_this_gpus_own(monkeypatch, capsys):
+    """On a GPU the roof is its recording's, else its ceilings measured once per process: never the
+    H200's recording under another GPU's live results."""
+    from types import SimpleNamespace
+
+    from gpu_lessons import lessons
+
+    h200 = lessons.roof(gpu="nvidia-h200")
+    measured = []
+
+    def measure(module, show_progress=True):
+        measured.append(module.NAME)
+        result = runner.load(module, live=False)
+        table = result.table.copy()
+        table["gbps"] *= 0.25  # a slower GPU
+        return SimpleNamespace(table=table, live=True)
+
+    monkeypatch.setattr(lessons, "SIMULATED", False)
+    monkeypatch.setattr(runner, "measure", measure)
+    monkeypatch.setattr(lessons, "_MEASURED_ROOFS", {})
+    monkeypatch.setattr(lessons, "device_info", lambda: SimpleNamespace(slug="nvidia-h200"))
+    assert lessons.roof() == h200 and measured == []  # the H200 itself: its recording
+    monkeypatch.setattr(lessons, "device_info", lambda: SimpleNamespace(slug="nvidia-geforce-rtx-4090"))
+    first, again = lessons.roof(), lessons.roof()
+    assert measured == ["ceilings"] and first == again  # measured once, kept
+    assert first["bandwidth_gbps"] == pytest.approx(h200["bandwidth_gbps"] * 0.25)
+    assert "No ceilings recorded for nvidia-geforce-rtx-4090" in capsys.readouterr().out
+    recorded = runner.load(lessons.get("roofline"), live=False)
+    assert lessons.roof_of(recorded) == h200  # a recording: its own GPU's roof, whatever GPU is here
