@@ -198,3 +198,15 @@ def test_a_live_roof_is_this_gpus_own(monkeypatch, capsys):
     assert "No ceilings recorded for nvidia-geforce-rtx-4090" in capsys.readouterr().out
     recorded = runner.load(lessons.get("roofline"), live=False)
     assert lessons.roof_of(recorded) == h200  # a recording: its own GPU's roof, whatever GPU is here
+
+
+def test_list_says_what_each_lesson_leaves_out(capsys):
+    from gpu_lessons import cli
+    from gpu_lessons.sim import target
+
+    with target.use("rtx4090"):
+        assert cli.main(["list"]) == 0
+    said = [line for line in capsys.readouterr().out.splitlines() if "left out" in line]
+    assert len(said) == 1 and "warp_tile 4 stages" in said[0] and "99 KiB on sm_89" in said[0]
+    assert cli.main(["list"]) == 0  # the simulator as shipped: the H200's limits, nothing left out
+    assert "left out" not in capsys.readouterr().out
