@@ -60,6 +60,10 @@ def test_sizes_come_from_the_target(as_target):
     assert launch.blocks_per_sm() * launch.THREADS_PER_BLOCK <= t.max_threads_per_sm  # one wave, not 1.33-2
     assert launch.blocks_per_sm() == BLOCKS_OF_256[t.key]
     assert launch.resident_blocks() == launch.SIMULATOR_MAX_BLOCKS  # the simulator's grids stay tiny
+    from gpu_lessons.lessons import reduce
+
+    assert reduce.default_blocks_per_sm() == BLOCKS_OF_256[t.key]  # the progression's grid: one full SM
+    assert reduce.default_blocks_per_sm(runner.load(reduce, live=False)) == 8  # the H200's recording
     _dram, (level, elements, nodes, _steps), _l1 = littles_law.chases()
     footprint = nodes * littles_law.CHASE_LINE_BYTES
     assert level == "L2" and footprint == L2_CHASE_MIB[t.key] * MiB and 3 * footprint <= t.l2_bytes
