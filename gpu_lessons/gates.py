@@ -86,8 +86,13 @@ def line(lesson: str, gated: dict[str, str]) -> str:
     return f"{lesson}: left out on this GPU: {'; '.join(parts)}"
 
 
-def say(lesson: str, gated: dict[str, str], file=None) -> None:
-    """Print ``line`` (nothing when nothing is left out)."""
+_SAID: set[str] = set()  # the lines this process printed
+
+
+def say(lesson: str, gated: dict[str, str], file=None, once: bool = False) -> None:
+    """Print ``line`` (nothing when nothing is left out); ``once``: not if this process printed it
+    already (a CLI run's checks said it before its sections)."""
     text = line(lesson, gated)
-    if text:
+    if text and not (once and text in _SAID):
         print(text, file=file or sys.stdout)
+    _SAID.add(text)

@@ -108,7 +108,7 @@ def measure(lesson: ModuleType, sections: list[str] | None = None, show_progress
             partial: str | os.PathLike | None = None) -> LessonResult:
     """Run a lesson's sections (all, or those named) on the GPU; one result, failures included."""
     chosen = _chosen_sections(lesson, sections)
-    gates.say(lesson.NAME, left_out(lesson))
+    gates.say(lesson.NAME, left_out(lesson), once=True)
     run = Run(lesson.NAME)
     failures = []
     for section in _progress(chosen, lesson.NAME) if show_progress else chosen:
