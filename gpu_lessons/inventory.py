@@ -103,6 +103,11 @@ def _attribute(label: str) -> Callable[[], object]:
     return lambda: getattr(_module(module), name)
 
 
+def _label(module: str, kernel) -> str:
+    """'module.name' of a kernel object of gpu_lessons.kernels.<module>."""
+    return f"{module}." + next(name for name, value in vars(_module(module)).items() if value is kernel)
+
+
 def _plain(lesson: str, label: str, threads: int = 256, part: str | None = None,
            signature: str | None = None, shared: int | Callable = 0) -> Launch:
     signature = signature or SIGNATURES.get(label, COPY)
@@ -190,9 +195,10 @@ def _bank_conflicts() -> list[Launch]:
 
 def _reduce() -> list[Launch]:
     k = _module("reduce")
-    rows = [_plain("reduce", f"reduce.{name}", signature=SIGNATURES.get(f"reduce.{name}", COPY))
-            for name in (*(kernel.__name__ for kernel in k.KERNELS.values()), "sum_partials", "vec4_lb8",
-                         "vec4_maxreg32", "vec4_u2", "tiles_no_tree", "repeat_no_tree")]
+    labels = [_label("reduce", kernel) for kernel in k.KERNELS.values()]
+    labels += [f"reduce.{name}" for name in ("sum_partials", "vec4_lb8", "vec4_maxreg32", "vec4_u2",
+                                             "tiles_no_tree", "repeat_no_tree")]
+    rows = [_plain("reduce", label, signature=SIGNATURES.get(label, COPY)) for label in labels]
     rows.append(_plain("reduce", "reduce.vec4", part="vec4_smem4",
                        shared=lambda target: k.capped_dynamic_shared(limits=target.sm_limits())))
     return rows
@@ -219,12 +225,10 @@ def _gemm() -> list[Launch]:
             _plain("gemm", "gemm.gemm_naive", 256, "naive", GEMM),
             _plain("gemm", "gemm_tiled.gemm_tiled_kernel", 256, "shared_tiled", GEMM)]
     for name, (kernel, tile) in gemm_register.KERNELS.items():
-        rows.append(_plain("gemm", f"gemm_register.{kernel.__name__}", tile["threads"], name, GEMM))
-    for step in steps.STEPS:
+        rows.append(_plain("gemm", _label("gemm_register", kernel), tile["threads"], name, GEMM))
+    for step in steps.STEPS:  # and its 4-byte twin: the public wrapper gemm_steps.matmul takes any shape
         if step.tile is not None:
-            rows.append(generated(step.name, step.tile, False))
-            if lesson.AWKWARD in lesson.shapes_for(step.name):
-                rows.append(generated(step.name, step.tile, True))
+            rows += [generated(step.name, step.tile, False), generated(step.name, step.tile, True)]
     rows += [generated(name, tile, False) for name, tile in lesson.TUNE.items()]
     assert gemm_codegen  # the generator the labels name
     return rows

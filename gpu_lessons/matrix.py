@@ -39,7 +39,7 @@ from pathlib import Path
 from .targets import MATRIX_FILE, TARGETS, Target
 
 NVCC_PACKAGE = "nvidia-cuda-nvcc-cu12"
-NVCC_VERSION = "12.9.86"  # pinned in pyproject's `targets` extra (with NVRTC, which numba asks for the archs)
+NVCC_VERSION = "12.9.86"  # pinned in pyproject's `targets` extra
 PACKAGE = Path(__file__).resolve().parent
 # modules of device code a kernel may call besides its own module: part of every key
 INTRINSICS = ("ptx.py", "vector.py")
@@ -179,8 +179,22 @@ def compile_launch(launch) -> dict:
     function = library.get_function(cres.fndesc.llvm_func_name)
     kernel_fixup(function, False)
     nvvm.set_launch_bounds(function, options.get("launch_bounds"))
-    return {name: assemble(library.get_asm_str(cc=_arch_cc(name)), name, options.get("max_registers"))
-            for name in architectures()}
+    cap = options.get("max_registers")
+    return {name: assemble(_ptx(library, name), name, cap) for name in architectures()}
+
+
+def _ptx(library, name: str) -> str:
+    """NVVM's PTX for one architecture. numba-cuda would ask NVRTC (a 217 MB library) which
+    architectures the toolkit knows, to pick the closest; naming the architecture exactly
+    (its documented NUMBA_FORCE_CUDA_CC, here set for the one call) needs only NVVM."""
+    from numba.cuda.core import config
+
+    cc = _arch_cc(name)
+    before, config.FORCE_CUDA_CC = config.FORCE_CUDA_CC, cc
+    try:
+        return library.get_asm_str(cc=cc)
+    finally:
+        config.FORCE_CUDA_CC = before
 
 
 def _compile_worker(names: list[str]) -> dict:
@@ -234,13 +248,18 @@ def kib(nbytes: int) -> str:
 _NEEDS = re.compile(r"(?:Feature|Instruction) '([^']+)' requires \.target (sm_\d+)")
 
 
+# ptxas names the parts of an instruction it refuses; the matrix names the instruction
+FEATURES = {".tf32": "mma.sync .tf32", ".m16n8k8": "mma.sync .tf32", "cp.async": "cp.async",
+            "cp.async.commit_group": "cp.async", "cp.async.wait_group": "cp.async"}
+
+
 def _refusal(error: str) -> str:
-    """ptxas's refusal in a few words: 'needs sm_80 (.tf32, cp.async)'."""
+    """ptxas's refusal in a few words: 'needs sm_80 (mma.sync .tf32, cp.async)'."""
     needs = _NEEDS.findall(error)
     if needs:
         arch_needed = max((a for _, a in needs), key=lambda a: int(a[3:]))
-        features = ", ".join(dict.fromkeys(f for f, _ in needs))
-        return f"needs {arch_needed} ({features})"
+        features = sorted({FEATURES.get(f, f) for f, _ in needs}, key=lambda f: (not f.startswith("mma"), f))
+        return f"needs {arch_needed} ({', '.join(features)})"
     return error[:200]
 
 
@@ -277,7 +296,8 @@ def verdicts(compiled: dict, launch) -> dict:
 
 def entry(launch, compiled: dict, launch_key: str) -> dict:
     return {"lesson": launch.lesson, "part": launch.part, "label": launch.label,
-            "signature": launch.signature, "threads": launch.threads, "key": launch_key,
+            "function": _py_func(launch.kernel()).__name__, "signature": launch.signature,
+            "threads": launch.threads, "key": launch_key,
             "compiled": compiled, "targets": verdicts(compiled, launch)}
 
 
@@ -321,8 +341,17 @@ def make(everything: bool = False, workers: int = 2, root: Path | None = None) -
         kernels[launch.name] = {**entry(launch, compiled, key(launch)), "seconds": seconds}
     targets = {t.key: {"name": t.name, "arch": arch(t.cc)} for t in TARGETS.values()}
     matrix = {"about": about(), "targets": targets, "kernels": kernels}
-    matrix_path(root).write_text(json.dumps(matrix, indent=1) + "\n")
+    write(matrix, root)
     return matrix
+
+
+def write(matrix: dict, root: Path | None = None) -> None:
+    """One kernel a line (diffs show which kernels changed)."""
+    lines = ["{", f' "about": {json.dumps(matrix["about"])},',
+             f' "targets": {json.dumps(matrix["targets"])},', ' "kernels": {']
+    rows = [f"  {json.dumps(name)}: {json.dumps(k)}" for name, k in matrix["kernels"].items()]
+    lines += [",\n".join(rows), " }", "}"]
+    matrix_path(root).write_text("\n".join(lines) + "\n")
 
 
 def about() -> dict:
@@ -354,7 +383,8 @@ def table(matrix: dict, lessons: list[str] | None = None) -> str:
 
 
 def summary_markdown(matrix: dict) -> str:
-    """The README's table: per lesson, the kernels that fit each target (and why the rest do not)."""
+    """The README's tables: per lesson, how many of its kernels fit each target; then the kernels that
+    do not fit somewhere, by where and why."""
     keys = list(matrix["targets"])
     names = [matrix["targets"][k]["name"].replace("NVIDIA ", "") for k in keys]
     heads = [f"{n} ({matrix['targets'][k]['arch']})" for k, n in zip(keys, names, strict=True)]
@@ -367,4 +397,15 @@ def summary_markdown(matrix: dict) -> str:
             fit = sum(k["targets"][t]["fits"] for k in rows)
             cells.append(f"{fit}/{len(rows)}")
         lines.append(f"| {lesson} | " + " | ".join(cells) + " |")
+    groups: dict[tuple[str, str], list[str]] = {}  # (targets, why) -> kernels
+    for name, k in matrix["kernels"].items():
+        why: dict[str, list[str]] = {}
+        for t in keys:
+            if not k["targets"][t]["fits"]:
+                why.setdefault(k["targets"][t]["reason"], []).append(t)
+        for reason, where in why.items():
+            groups.setdefault((", ".join(where), reason), []).append(name)
+    lines += ["", "| does not fit on | why | kernels (lesson/part) |", "| --- | --- | --- |"]
+    lines += [f"| {where} | {reason} | {', '.join(f'`{n}`' for n in names)} |"
+              for (where, reason), names in groups.items()]
     return "\n".join(lines)

@@ -60,7 +60,7 @@ def test_gemm_matmul_on_awkward_shapes(name):
 
 
 def test_gemm_generated_on_awkward_shapes():
-    tile = steps.SEARCH_TILE_8X16  # lesson 6's tile search: its best tile of the large squares
+    tile = codegen.Tile(bm=64, bn=64, tm=4, tn=4)  # a tile of lesson 6's search: its twin compiles fast
     for m, k, n in SHAPES:
         a, b = operands(m, k, n)
         check(codegen.gemm_generated(a, b, tile), a, b, 2.0**-24)
