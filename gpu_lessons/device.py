@@ -56,6 +56,8 @@ class DeviceInfo:
 
     def as_dict(self) -> dict:
         facts = asdict(self)
+        if not self.target:
+            del facts["target"]  # only the simulator standing in for a target has one
         facts["slug"] = self.slug
         if self.mode == "gpu":
             facts["peak_fp32_gflops"] = round(self.peak_fp32_gflops, 1)
