@@ -23,6 +23,13 @@ draws the same matrices. The big generated kernels compile in worker processes f
 
 Sizes are keyed by M*N*K in the table's ``size`` column (``SHAPES``); the ceiling's rows by threads,
 with warps per SM as ``param``.
+
+What a GPU cannot run is left out (``NEEDS``, ``left_out()``, ``gpu_lessons.gates``): before sm_80 every
+``mma.sync`` and ``cp.async`` kernel and cuBLAS TF32 (a T4 runs cuBLAS SGEMM and lesson 6's kernel);
+on sm_86/sm_89 the tiles over 99 KiB of shared memory a block (``warp_tile 4 stages``,
+``warp_tile_64x64 128x256``); ceiling points over the GPU's warps per SM. ``check()``, the run and the
+notebook (``load()``, ``mma_demo()``) say so in one line; the sections time the rest and keep what they
+left out in ``facts["left_out"]``.
 """
 
 from __future__ import annotations
