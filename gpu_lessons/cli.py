@@ -89,12 +89,22 @@ def cmd_list(_args) -> int:
                   if p.parts[0] == "deep_dives" and p.suffix == ".ipynb"]
     if deep_dives:
         print(f"deep dives: {', '.join(shown + p for p in deep_dives)}")
+    _say_left_out(lessons)
     if here:
         print(f"open them with: jupyter lab {shown}")
     else:
         print("the notebooks come with the package: copy them out with 'gpu-lessons notebooks DIR', "
               "then 'jupyter lab DIR'")
     return 0
+
+
+def _say_left_out(lessons) -> None:
+    """One line per lesson that leaves kernels out on this GPU (what, and why)."""
+    from . import gates
+    from .lessons import runner
+
+    for module in lessons.LESSONS.values():
+        gates.say(module.NAME, runner.left_out(module))
 
 
 def cmd_notebooks(args) -> int:
@@ -118,6 +128,9 @@ def cmd_notebooks(args) -> int:
 def _run_checks(module) -> bool:
     checks = module.check()
     failed = checks[~checks["passed"]]
+    if checks.empty and checks.attrs.get("left_out"):
+        print(f"{module.NAME}: no correctness check can run on this GPU (see the line above)")
+        return True
     print(f"{module.NAME}: {len(checks) - len(failed)}/{len(checks)} correctness checks passed")
     if len(failed):
         _print_table(failed, "failed checks")
@@ -155,16 +168,18 @@ def cmd_run(args) -> int:
     out = _figure_folder(args.out)
     # Without a GPU, read (and so check) every recording first: a missing one fails at once, in one line
     recorded = {m.NAME: runner.load(m, live=False) for m in modules} if SIMULATED else {}
-    roof = lessons.roof() if SIMULATED else None
     print(describe())
+    # The roof live results are divided by: this GPU's, measured now (once); on the simulator, the
+    # recording's own GPU's
+    roof = None if SIMULATED else lessons.roof(runner.measure(ceilings, show_progress=not args.no_progress))
     ok = True
     for module in modules:
         ok = _run_checks(module) and ok
         if SIMULATED:
             result = recorded[module.NAME]
+            roof = lessons.roof(gpu=result.gpu)
             print(f"No GPU: showing the reference recording {result.source}")
         else:
-            roof = lessons.roof(runner.measure(ceilings, show_progress=not args.no_progress))
             result = runner.measure(module, show_progress=not args.no_progress)
             ok = not result.failures and ok
         _print_table(_summary(result.table), f"{module.TITLE} ({result.provenance})")
@@ -174,7 +189,8 @@ def cmd_run(args) -> int:
                 reference = runner.load(module, live=False)
             except results.MissingRecordingError:
                 continue
-            _save_figures(module, reference, lessons.roof(), out, f"_reference_{reference.gpu}")
+            reference_roof = lessons.roof(gpu=reference.gpu)
+            _save_figures(module, reference, reference_roof, out, f"_reference_{reference.gpu}")
     return 0 if ok else 1
 
 

@@ -32,6 +32,7 @@ class DeviceInfo:
     numba: str
     numba_cuda: str
     python: str
+    target: str = ""  # on the simulator: the target GPU it stands in for (GPU_LESSONS_DEVICE), if any
 
     @property
     def slug(self) -> str:
@@ -55,11 +56,37 @@ class DeviceInfo:
 
     def as_dict(self) -> dict:
         facts = asdict(self)
+        if not self.target:
+            del facts["target"]  # only the simulator standing in for a target has one
         facts["slug"] = self.slug
         if self.mode == "gpu":
             facts["peak_fp32_gflops"] = round(self.peak_fp32_gflops, 1)
             facts["datasheet_bandwidth_gbps"] = round(self.datasheet_bandwidth_gbps, 1)
         return facts
+
+
+def free_memory_bytes() -> int:
+    """Device memory free now: the driver's answer on a GPU; on the simulator, the target's memory (all
+    free) or, without a target, the recorded reference GPU's (the H200's 141 GiB: sizes as recorded)."""
+    if choose_mode() == "gpu":
+        from numba import cuda
+
+        return int(cuda.current_context().get_memory_info()[0])
+    from .sim.target import active
+    from .targets import target
+
+    return (active() or target("h200")).memory_bytes
+
+
+def fitting_elements(wanted: int, itemsize: int, buffers: int = 1, share: float = 0.6) -> int:
+    """The most elements, a power of two up to ``wanted``, of which ``buffers`` buffers of ``itemsize``
+    bytes each take at most ``share`` of the free device memory (the rest is left for the other buffers
+    of a run, CuPy's pool and the driver)."""
+    budget = share * free_memory_bytes() / (buffers * itemsize)
+    elements = wanted
+    while elements > 1 and elements > budget:
+        elements //= 2
+    return elements
 
 
 def _versions() -> dict:
@@ -74,6 +101,17 @@ def _versions() -> dict:
 def device_info() -> DeviceInfo:
     """Describe the current device (cached: the device does not change within a process)."""
     mode = choose_mode()
+    if mode == "sim":
+        from .sim.target import active
+
+        t = active()
+        if t is not None:
+            return DeviceInfo(
+                mode="sim", name=t.name, compute_capability=t.compute_capability, sms=t.sms,
+                sm_clock_mhz=float(t.sm_clock_mhz), memory_clock_mhz=0.0, memory_bus_bits=0,
+                memory_gib=round(t.memory_bytes / 2**30, 1), l2_mib=t.l2_bytes / 2**20,
+                driver="none", cuda_runtime="none", target=t.key, **_versions(),
+            )
     if mode in ("sim", "compile"):
         return DeviceInfo(
             mode=mode, name="numba-cuda simulator" if mode == "sim" else "no GPU (compile only)",
@@ -108,6 +146,14 @@ def device_info() -> DeviceInfo:
 def describe() -> str:
     """One paragraph a notebook's first cell prints: the mode and the device."""
     info = device_info()
+    if info.mode == "sim" and info.target:
+        return (
+            f"Mode: simulator standing in for an {info.name} (GPU_LESSONS_DEVICE={info.target}: compute "
+            f"capability {info.compute_capability}, {info.sms} SMs, L2 {info.l2_mib:g} MiB, "
+            f"{info.memory_gib:g} GiB; numba-cuda {info.numba_cuda}). Kernels run one Python thread per "
+            "CUDA thread and are checked against NumPy; what this GPU cannot run is left out; timings "
+            "come from recordings under data/."
+        )
     if info.mode == "compile":
         return ("Mode: compile only (numba-cuda's compiler, no GPU): kernels compile to PTX for a target "
                 "GPU; nothing runs.")

@@ -5,6 +5,12 @@ be made here, first. ``GPU_LESSONS_MODE`` forces it: ``gpu``, ``sim`` or ``auto`
 ``compile`` is a third mode, for the compile checks (``gpu_lessons.matrix``): numba's real compiler
 (the simulator off) without a GPU; kernels compile to PTX for a named target, nothing launches.
 
+``GPU_LESSONS_DEVICE=t4|a100|a10|rtx3060|l4|rtx4090|h100|h200`` makes the simulator stand in for one
+of the target GPUs (``gpu_lessons.targets``): numba and the course see that GPU's compute capability
+and limits (``gpu_lessons.sim.target``), so what it cannot run is left out and sizes follow its
+limits, on a laptop. It implies the simulator in ``auto`` mode; with ``GPU_LESSONS_MODE=gpu`` it is
+an error (a real GPU reports its own facts).
+
 The choice is made once per process, when ``gpu_lessons`` is imported; every later ``choose_mode()``
 (bench.py and vector.py ask at their import) returns it, whatever the environment says by then: a
 script or test that sets ``GPU_LESSONS_MODE`` after the import cannot switch numba-cuda any more, so
@@ -17,6 +23,7 @@ import sys
 
 MODE_VARIABLE = "GPU_LESSONS_MODE"
 MODES = ("auto", "gpu", "sim", "compile")
+DEVICE_VARIABLE = "GPU_LESSONS_DEVICE"
 _chosen: str | None = None  # the decision of this process, once made
 
 
@@ -46,6 +53,20 @@ def requested_mode() -> str:
     return value
 
 
+def requested_target() -> str | None:
+    """The target key ``GPU_LESSONS_DEVICE`` names for the simulator (None when unset or empty); an
+    unknown key is a ModeError naming the targets."""
+    value = os.environ.get(DEVICE_VARIABLE, "").strip().lower()
+    if not value:
+        return None
+    from .targets import TARGETS  # no numba there: safe before the mode is chosen
+
+    if value not in TARGETS:
+        raise ModeError(f"{DEVICE_VARIABLE}={value!r} is not a target GPU; choose one of: "
+                        f"{', '.join(TARGETS)}")
+    return value
+
+
 def _imported_mode() -> str | None:
     """The mode numba.cuda was already imported in, or None if it was not imported yet."""
     if "numba.cuda" not in sys.modules:
@@ -66,11 +87,15 @@ def choose_mode() -> str:
 
 def _decide() -> str:
     wanted = requested_mode()
+    target = requested_target()
     already = _imported_mode()
+    if target is not None and wanted == "gpu":
+        raise ModeError(f"{DEVICE_VARIABLE}={target} makes the simulator stand in for a target GPU, but "
+                        f"{MODE_VARIABLE}=gpu asks for the real one: unset one of them")
     if wanted == "auto":
         if already is not None:
             return already
-        if os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "1":
+        if target is not None or os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "1":
             wanted = "sim"
         else:
             wanted = "gpu" if cuda_gpu_count() > 0 else "sim"

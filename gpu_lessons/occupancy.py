@@ -26,7 +26,8 @@ every kernel of the package (``benchmarks/record_occupancy_driver.py``, recorded
   48 KiB cannot launch at all, and the answer says so (0 blocks, limited by ``nothing fits``), as the
   driver does.
 
-The SM's limits come from the device in GPU mode (``sm_limits()``); on the simulator, from the
+The SM's limits come from the device in GPU mode (``sm_limits()``); on the simulator standing in for a
+target GPU (``GPU_LESSONS_DEVICE``), from that target's published limits; else from the
 recording where a GPU kept them (``data/<gpu>/littles_law.meta.json``, key ``facts.sm_limits``), so the
 calculator gives the recorded GPU's answers everywhere. The allocation units and sub-partition count
 are not device attributes: they are the per-architecture constants of ``cuda_occupancy.h``.
@@ -278,10 +279,22 @@ def recorded_limits(gpu: str | None = None) -> SMLimits:
                               source=f"recorded on {result.meta['gpu']} ({result.evidence.origin})")
 
 
+def limits_of(result) -> SMLimits:
+    """The SM limits of the GPU a result was measured on: this device's for a live result, those kept
+    with the recording's GPU for a recording (never this GPU's limits applied to another's kernels)."""
+    return sm_limits() if result.live else recorded_limits(result.gpu)
+
+
 @lru_cache(maxsize=1)
 def sm_limits() -> SMLimits:
-    """This GPU's SM limits in GPU mode; the recorded reference GPU's on the simulator."""
-    return recorded_limits() if SIMULATED else _read_device_limits()
+    """This GPU's SM limits in GPU mode; on the simulator, the target's it stands in for
+    (``GPU_LESSONS_DEVICE``), else the recorded reference GPU's."""
+    if not SIMULATED:
+        return _read_device_limits()
+    from .sim.target import active
+
+    t = active()
+    return t.sm_limits() if t is not None else recorded_limits()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -19,6 +19,9 @@ A test that needs one mode says so, and why, in either of two equivalent ways:
     @pytest.mark.simulator_only("...why...")   # skipped on a GPU: "needs the simulator: ..."
     @pytest.mark.gpu_only("...why...")         # skipped without one: "needs a GPU: ..."
 
+    @pytest.mark.needs_sm80             # lesson 7's mma.sync / cp.async: skipped, with the reason, on a
+                                        # GPU before sm_80 (or the simulator as one: GPU_LESSONS_DEVICE=t4)
+
 (the markers also fit a whole module: ``pytestmark = pytest.mark.simulator_only("...")``). A skip
 reason says what the test checks that the other mode cannot show, never just "simulator". What the
 tracer does needs no marker: ``gpu_lessons.sim.trace`` works in GPU mode too, by design. A test that
@@ -52,6 +55,16 @@ MARKERS = {
 def pytest_configure(config):
     for name in MARKERS:
         config.addinivalue_line("markers", f"{name}(reason): run only {name.split('_')[0]} mode; say why")
+    config.addinivalue_line("markers", "needs_sm80: lesson 7's mma.sync and cp.async kernels; skipped with "
+                                       "the reason on a GPU (or simulated target) before sm_80")
+
+
+def _sm80_missing() -> str:
+    """Why this GPU (or the simulator's target) cannot run mma.sync and cp.async ("" when it can)."""
+    from gpu_lessons import gates
+    from gpu_lessons.kernels.tensor_cores import MMA_NEEDS
+
+    return gates.missing(gates.Needs(cc=MMA_NEEDS.cc, why="mma.sync .tf32 and cp.async"))
 
 
 def pytest_report_header(config):
@@ -69,6 +82,10 @@ def pytest_collection_modifyitems(config, items):
                 raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.{name} needs a reason (why)")
             if skip():
                 item.add_marker(pytest.mark.skip(reason=f"{phrase}: {reason}"))
+        if item.get_closest_marker("needs_sm80") is not None:
+            why = _sm80_missing()
+            if why:
+                item.add_marker(pytest.mark.skip(reason=f"lesson 7's kernels cannot run here: {why}"))
 
 
 @pytest.fixture(autouse=True)

@@ -11,6 +11,8 @@ from gpu_lessons.checks import InputError
 from gpu_lessons.kernels import gemm_codegen as codegen
 from gpu_lessons.lessons.tensor_cores import share_of_bound
 
+pytestmark = pytest.mark.needs_sm80  # every test here runs mma.sync or cp.async kernels
+
 rng = np.random.default_rng()
 
 

@@ -456,7 +456,7 @@ def test_the_sections_run_end_to_end_with_a_fixed_clock(monkeypatch):
                         recorded_kernels.append(name))
     monkeypatch.setattr(lesson, "driver_blocks_per_sm", lambda kernel, threads, signature=None: 1)
     monkeypatch.setattr(lesson, "device_info", lambda: SimpleNamespace(sms=1))
-    monkeypatch.setattr(lesson, "READ_BLOCKS_PER_SM", 1)
+    monkeypatch.setattr(lesson, "blocks_per_sm", lambda threads: 1)
     monkeypatch.setattr(lesson, "READ_REPS", 1)
     monkeypatch.setattr(lesson, "READ_STRIDES", [0, 33])
     monkeypatch.setattr(lesson, "SQUARE", (32, 36))  # a whole tile and an edge

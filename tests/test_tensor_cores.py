@@ -18,6 +18,8 @@ from gpu_lessons.kernels import generated
 from gpu_lessons.kernels import tensor_cores as tc
 from gpu_lessons.sim.ptx import tf32_rna
 
+pytestmark = pytest.mark.needs_sm80  # every test here runs mma.sync or cp.async kernels
+
 rng = np.random.default_rng()
 TF32_UNIT = 2.0**-11  # unit roundoff of TF32's 10 fraction bits (round to nearest)
 

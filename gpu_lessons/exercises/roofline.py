@@ -187,7 +187,7 @@ def check_predicted_time(predicted_ms) -> object:
 
     def attempt():
         result = lessons.load("roofline", live=False)
-        roof = lessons.roof()
+        roof = lessons.roof(gpu=result.gpu)  # the recording's own GPU's roof, on any device
         rows = result.table[result.table["variant"] == "fma_intensity"].set_index("param")
         for fmas, tolerance in PREDICT:
             row = rows.loc[float(fmas)]

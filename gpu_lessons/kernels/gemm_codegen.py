@@ -50,7 +50,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numba import cuda, float32, uint64
 
-from .. import ptx, vector
+from .. import gates, ptx, vector
 from ..checks import InputError, address_of
 from . import generated
 from .arrays import is_device_array, returned, to_device
@@ -456,11 +456,20 @@ def launch(t: Tile, a, b, c) -> Tile:
     return used
 
 
+def needs(t: Tile) -> gates.Needs:
+    """What a tile needs of the GPU (``gpu_lessons.gates``): a cp.async pipeline (``stages``) needs
+    sm_80; the shared memory is the tile's buffers."""
+    shared = 4 * t.shared_floats
+    return gates.Needs(cc=(8, 0), why="cp.async", shared_bytes=shared) if t.stages else \
+        gates.Needs(shared_bytes=shared)
+
+
 def gemm_generated(a, b, t: Tile = Tile()):
     """C = A @ B with a generated kernel (host or device arrays in, same kind out)."""
     if not isinstance(t, Tile):
         raise InputError(f"t must be a gemm_codegen.Tile, got {type(t).__name__}")
     t.validate()
+    gates.require(repr(t), needs(t))
     m, n = check_gemm_operands(a, b)
     d_a, d_b = to_device(a, "a"), to_device(b, "b")
     d_c = cuda.device_array((m, n), np.float32)

@@ -11,7 +11,6 @@ from ..checks import require_int
 from ..device import device_info
 
 THREADS_PER_BLOCK = 256
-BLOCKS_PER_SM = 8  # 8 x 256 = 2048 threads: a full H100/H200 SM
 SIMULATOR_MAX_BLOCKS = 4  # the simulator runs one Python thread per CUDA thread: keep grids tiny
 
 
@@ -20,11 +19,22 @@ def blocks_to_cover(items: int, threads: int = THREADS_PER_BLOCK) -> int:
     return max(1, -(-items // threads))
 
 
+def blocks_per_sm(threads: int = THREADS_PER_BLOCK, limits=None) -> int:
+    """Blocks of ``threads`` that fill one SM of this GPU by its thread and block limits (registers and
+    shared memory allowing): 256-thread blocks, 8 on sm_80/sm_90 (2,048 threads), 6 on sm_86/sm_89
+    (1,536), 4 on sm_75 (1,024). The limits are the device's (``occupancy.sm_limits()``)."""
+    from ..occupancy import sm_limits  # occupancy reads the device: only when asked
+
+    lim = limits or sm_limits()
+    return max(1, min(lim.max_threads_per_sm // threads, lim.max_blocks_per_sm))
+
+
 @lru_cache(maxsize=1)
 def resident_blocks() -> int:
-    """Blocks that fill the device once (a grid-stride kernel needs no more)."""
+    """Blocks of 256 threads that fill the device once: one wave (a grid-stride kernel needs no more).
+    On the simulator, a tiny grid whatever the target (one Python thread per CUDA thread)."""
     info = device_info()
-    return SIMULATOR_MAX_BLOCKS if info.mode == "sim" else info.sms * BLOCKS_PER_SM
+    return SIMULATOR_MAX_BLOCKS if info.mode == "sim" else info.sms * blocks_per_sm()
 
 
 def grid_stride_blocks(items: int, threads: int = THREADS_PER_BLOCK) -> int:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import cuda, float32, uint64
 
-from .. import ptx
+from .. import gates, ptx
 from ..checks import InputError, require_array, require_int
 from . import generated, tc_codegen
 from .arrays import is_device_array, returned, to_device
@@ -31,6 +31,19 @@ from .gemm import check_gemm_operands
 
 TcTile = tc_codegen.TcTile
 U = uint64
+
+# What the kernels need of the GPU (gpu_lessons.gates): mma.sync with TF32 operands and cp.async are
+# PTX instructions of sm_80 on; ptxas refuses them for older targets.
+SM80 = (8, 0)
+MMA = "mma.sync .tf32"
+MMA_NEEDS = gates.Needs(cc=SM80, why=MMA)
+
+
+def tile_needs(tile: TcTile) -> gates.Needs:
+    """A generated TF32 tile's needs: sm_80, and its dynamic shared memory (all of its stages)."""
+    return gates.Needs(cc=SM80, why=f"{MMA}, cp.async" if tile.stages > 1 else MMA,
+                       shared_bytes=tile.shared_bytes)
+
 
 # --- a. one warp, one MMA -------------------------------------------------------------------------
 
@@ -56,6 +69,7 @@ def mma_demo_kernel(a, b, c, d):
 
 def mma_demo(a, b, c=None):
     """D = A B + C with one mma.sync (A 16x8, B 8x8, C 16x8 float32; C defaults to zeros)."""
+    gates.require("mma_demo", MMA_NEEDS)
     require_array(a, "a", dtype=np.float32, ndim=2)
     require_array(b, "b", dtype=np.float32, ndim=2)
     c = np.zeros((16, 8), np.float32) if c is None else c
@@ -185,6 +199,7 @@ def matmul(a, b, name: str = "warp_tile"):
     """C = A @ B (float32 in and out, TF32 products) with one step's kernel: host arrays in, host
     array out (device in, device out)."""
     chosen = step(name)
+    gates.require(name, MMA_NEEDS if chosen.tile is None else tile_needs(chosen.tile))
     m, n = check_gemm_operands(a, b)
     d_c = cuda.device_array((m, n), np.float32)
     if m and n:  # an empty C needs no launch (K = 0 is a launch: C is all zeros)
@@ -195,6 +210,7 @@ def matmul(a, b, name: str = "warp_tile"):
 def gemm_tile(a, b, tile: TcTile):
     """C = A @ B with any generated tile (host or device arrays in, same kind out)."""
     tile.validate()
+    gates.require(repr(tile), tile_needs(tile))
     m, n = check_gemm_operands(a, b)
     d_c = cuda.device_array((m, n), np.float32)
     if m and n:
@@ -238,6 +254,7 @@ def run_peak(blocks: int, warps_per_block: int, iterations: int, chains: int = 8
     require_int(blocks, "blocks", 1)
     require_int(warps_per_block, "warps_per_block", 1, 32)
     require_int(iterations, "iterations", 0)
+    gates.require("mma_peak", MMA_NEEDS)
     out = cuda.device_array(blocks * warps_per_block * 32, np.float32)
     peak_kernel(chains)[blocks, 32 * warps_per_block](out, np.int64(iterations))
     return out

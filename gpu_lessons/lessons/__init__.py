@@ -8,6 +8,8 @@ A lesson module (``lessons/<topic>.py``) has:
     check() -> DataFrame             every kernel against NumPy on awkward sizes (either mode)
     figures(result, roof) -> dict    the lesson's figures from a ``LessonResult`` and the measured roof
     NCU_METRICS, ncu_cases()         optional: the Nsight Compute counters ``record --ncu`` keeps
+    left_out() -> {name: why}        optional: the kernels this GPU cannot run (``gpu_lessons.gates``);
+                                     check() and the sections leave them out, and one line says so
 
 What a run learns travels in its ``LessonResult`` (table, facts, evidence), never in module state.
 ``load(name)`` gives a lesson's result: measured live on a GPU, else its recording under ``data/``.
@@ -18,7 +20,9 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from ..results import LessonResult
+from .. import SIMULATED
+from ..device import device_info
+from ..results import LessonResult, MissingRecordingError
 from . import bank_conflicts, ceilings, coalescing, gemm, littles_law, reduce, roofline, runner, tensor_cores
 
 LESSONS: dict[str, ModuleType] = {
@@ -45,10 +49,41 @@ def load(name: str, live: bool | None = None, gpu: str | None = None, root=None)
     return runner.load(get(name, include_ceilings=True), live=live, gpu=gpu, root=root)
 
 
+_MEASURED_ROOFS: dict[str, LessonResult] = {}  # this process's live ceilings runs, by GPU slug
+
+
 def roof(live_ceilings: LessonResult | None = None, gpu: str | None = None, root=None) -> dict:
-    """The measured roof (bandwidth and FP32 ceilings): from a live ceilings run, else recorded."""
-    result = live_ceilings or runner.load(ceilings, live=False, gpu=gpu, root=root)
-    return ceilings.ceilings_from(result.table)
+    """The measured roof (bandwidth and FP32 ceilings) that results are divided by.
+
+    ``live_ceilings``: from that run. ``gpu``: from that GPU's recording (``"nvidia-h200"``: the
+    reference). Neither: this device's -- on a GPU, its own recording (``data/<its slug>/``) if there is
+    one, else the ceilings measured live once and kept for the process (never another GPU's roof under a
+    live result); on the simulator, the recorded reference GPU's, as every simulated lesson shows."""
+    if live_ceilings is not None:
+        return ceilings.ceilings_from(live_ceilings.table)
+    if gpu is None and not SIMULATED:
+        return ceilings.ceilings_from(this_gpu_ceilings(root).table)
+    return ceilings.ceilings_from(runner.load(ceilings, live=False, gpu=gpu, root=root).table)
+
+
+def roof_of(result: LessonResult) -> dict:
+    """The roof of the GPU a result was measured on: this device's for a live result, the recording's
+    own GPU's for a recording (never one GPU's results divided by another's roof)."""
+    return roof() if result.live else roof(gpu=result.gpu)
+
+
+def this_gpu_ceilings(root=None) -> LessonResult:
+    """On a GPU: its recorded ceilings, else measured now (once per process)."""
+    slug = device_info().slug
+    try:
+        return runner.load(ceilings, live=False, gpu=slug, root=root)
+    except MissingRecordingError:
+        pass
+    if slug not in _MEASURED_ROOFS:
+        print(f"No ceilings recorded for {slug}: measuring them once "
+              "('gpu-lessons record ceilings' keeps them)")
+        _MEASURED_ROOFS[slug] = runner.measure(ceilings, show_progress=False)
+    return _MEASURED_ROOFS[slug]
 
 
 def comparisons() -> list:

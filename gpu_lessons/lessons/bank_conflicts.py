@@ -36,8 +36,9 @@ from .. import ncu
 from ..device import device_info
 from ..kernels import bank_conflicts as k
 from ..kernels import roofline
+from ..kernels.launch import blocks_per_sm
 from ..kernels.util import poison
-from ..occupancy import driver_blocks_per_sm, occupancy
+from ..occupancy import driver_blocks_per_sm, limits_of, occupancy
 from ..plots import bank_conflicts as pictures
 from ..plots import charts
 from ..results import LessonResult, RecordingError
@@ -53,7 +54,8 @@ SUMMARY = "cost of a conflict per wavefront; the transpose: 32x32, padded, swizz
 # Microbenchmark: strides in words; 0 is a broadcast (every lane reads the same word).
 READ_STRIDES = [0, 1, 2, 4, 8, 16, 32, 33]
 READ_BLOCK = 256
-READ_BLOCKS_PER_SM = 8  # 8 x 16 KiB of shared memory, 64 warps: a full SM
+# Blocks per SM: as many as fill one SM with READ_BLOCK threads (8 x 16 KiB, 64 warps on sm_80/sm_90;
+# 6 on sm_86/sm_89, 4 on sm_75: kernels.launch.blocks_per_sm)
 READ_REPS = 256  # trips of 16 loads per thread: ~0.13 ms at 1 wavefront per request, ~4 ms at 32
 
 SQUARE = (8192, 8192)  # the scoreboard's matrix: 256 MiB in, 256 MiB out
@@ -305,8 +307,8 @@ def bank_layouts(layouts=("unpadded", "padded", "xor", "float4_xor")) -> list[di
 
 
 def _shared_reads(run: Run) -> None:
-    """The microbenchmark: time per warp request at strides 0..33, on every SM's 8 blocks."""
-    blocks = device_info().sms * READ_BLOCKS_PER_SM
+    """The microbenchmark: time per warp request at strides 0..33, every SM full of blocks."""
+    blocks = device_info().sms * blocks_per_sm(READ_BLOCK)
     threads = blocks * READ_BLOCK
     requests = threads // 32 * READ_REPS * k.READ_UNROLL
     out = cuda.device_array(threads, np.float32)
@@ -622,7 +624,8 @@ def in_flight(result: LessonResult, shape=SQUARE, variants=None) -> pd.DataFrame
             continue
         resources = result.evidence.kernel(kernel_name(variant))
         threads = 256
-        blocks = occupancy(threads, resources["registers"], resources["shared_bytes"]).blocks_per_sm
+        blocks = occupancy(threads, resources["registers"], resources["shared_bytes"],
+                           limits_of(result)).blocks_per_sm
         seconds = float(at.loc[variant, "median_ms"]) / 1e3
         read_bytes_per_s = float(at.loc[variant, "bytes"]) / 2 / seconds
         in_flight_bytes = sms * blocks * threads * design.in_flight_bytes
@@ -874,7 +877,8 @@ def occupancy_table(result: LessonResult, shape=TRACE_SHAPE) -> pd.DataFrame:
     table["occupancy_pct"] = wide["sm__maximum_warps_per_active_cycle_pct"].to_numpy()
     # Lesson 2's calculator on the same resources, beside what ncu reported for the launch
     threads = wide["launch__block_size"].astype(int).to_numpy()
-    answers = [occupancy(int(t), int(r), int(b)) for t, r, b in
+    limits = limits_of(result)
+    answers = [occupancy(int(t), int(r), int(b), limits) for t, r, b in
                zip(threads, table["registers"], table["shared_bytes"], strict=True)]
     table["calculator_blocks"] = [a.blocks_per_sm for a in answers]
     table["calculator_limiter"] = [a.limiter for a in answers]

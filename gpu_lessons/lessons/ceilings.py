@@ -14,6 +14,7 @@ from numba import cuda
 
 from ..device import device_info
 from ..kernels import roofline as k
+from ..kernels.launch import blocks_per_sm
 from ..kernels.util import poison
 from ..scoreboard import Comparison
 from .runner import Run, Section, check_row, cupy_or_none
@@ -24,7 +25,6 @@ NOTEBOOK = "01_roofline.ipynb"
 SUMMARY = "copy and FMA kernels that define the roof; CuPy copy and cuBLAS SGEMM beside them"
 
 COPY_ELEMENTS = 2**28  # 1 GiB per buffer: 2 GiB moved, 36x the H200's 60 MiB L2
-FMA_BLOCKS_PER_SM = 8
 FMA_TRIPS = 4000
 SGEMM_N = 8192
 
@@ -84,7 +84,7 @@ def _cupy_copy(run: Run) -> None:
 
 
 def _fma_peak(run: Run) -> None:
-    blocks = device_info().sms * FMA_BLOCKS_PER_SM
+    blocks = device_info().sms * blocks_per_sm(k.THREADS_PER_BLOCK)  # one full wave on this GPU
     result = cuda.device_array(blocks * k.THREADS_PER_BLOCK, np.float32)
     poison(result)
     run.time(COMPUTE_VARIANT, lambda _: k.fma_peak_launch(result, blocks, FMA_TRIPS),

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import functools
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 from numba import cuda
 
 from .. import bench, ncu, plots
+from ..device import fitting_elements
 from ..kernels import coalescing as k
 from ..kernels import roofline as roofline_kernels
 from ..kernels.launch import THREADS_PER_BLOCK
@@ -107,7 +108,9 @@ class Plan:
     """The experiment's sizes and points: the GPU's by default. A run reads its plan through
     ``run.shared("plan", Plan)``, so a test can run a section at toy sizes on the simulator."""
 
-    big: int = STRIDE_INPUT  # floats of the one random input every section reads from
+    # floats of the one random input every section reads from: 4 GiB, or less where this GPU's free
+    # memory is short (device.fitting_elements: 2 GiB on a 6 GiB GPU)
+    big: int = field(default_factory=lambda: fitting_elements(STRIDE_INPUT, 4))
     offset_n: int = OFFSET_N
     offsets: tuple = OFFSETS
     strides: tuple = STRIDES
@@ -124,8 +127,8 @@ class Plan:
 
 
 def stride_outputs(stride: int) -> int:
-    """Elements a stride point copies (the timings and the Nsight Compute cases alike)."""
-    return Plan().stride_outputs(stride)
+    """Elements a stride point copies in the recorded Nsight Compute cases (a 4 GiB input)."""
+    return Plan(big=STRIDE_INPUT).stride_outputs(stride)
 
 
 # ---------------------------------------------------------------------------------- the tracer

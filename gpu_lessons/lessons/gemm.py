@@ -34,7 +34,7 @@ from ..kernels import gemm_register as register
 from ..kernels import gemm_steps as steps
 from ..kernels import gemm_tiled as tiled
 from ..kernels.util import poison
-from ..occupancy import occupancy
+from ..occupancy import limits_of, occupancy
 from ..plots import gemm as gemm_plots
 from ..plots import with_alt
 from ..results import Evidence, LessonResult, ProbeData, RecordingError
@@ -953,7 +953,7 @@ def resources_table(result: LessonResult) -> pd.DataFrame:
         summary = info.get("sass", {}).get("summary", {})
         memory = summary.get("loop_memory", {})
         threads = threads_per_block(name)
-        occ = occupancy(threads, info["registers"], info["shared_bytes"])
+        occ = occupancy(threads, info["registers"], info["shared_bytes"], limits_of(result))
         rows.append({
             "kernel": name, "threads": threads, "registers": info["registers"],
             "shared_bytes": info["shared_bytes"], "local_bytes": info["local_bytes"],
@@ -984,7 +984,8 @@ def waves(result: LessonResult, names=None, shapes=("2048^3", "4096^3", "8192^3"
             m, n, k = SHAPES[shape]
             vector = k % 4 == 0 and n % 4 == 0
             kernel = result.evidence.kernel(name if vector or not tile.vector else f"{name} (4-byte loads)")
-            per_sm = occupancy(tile.threads, kernel["registers"], kernel["shared_bytes"]).blocks_per_sm
+            per_sm = occupancy(tile.threads, kernel["registers"], kernel["shared_bytes"],
+                               limits_of(result)).blocks_per_sm
             blocks = -(-n // tile.bn) * -(-m // tile.bm)
             w = blocks / (per_sm * sms)
             rows.append({"kernel": name, "shape": shape, "loads": "16-byte" if vector else "4-byte",
@@ -1284,7 +1285,7 @@ def _resources_note(step: str, result: LessonResult) -> str:
         return ""
     kernel = result.evidence.kernel(step)
     tile = steps.step(step).tile
-    occ = occupancy(tile.threads, kernel["registers"], kernel["shared_bytes"])
+    occ = occupancy(tile.threads, kernel["registers"], kernel["shared_bytes"], limits_of(result))
     summary = kernel.get("sass", {}).get("summary", {})
     return (f"; {kernel['registers']} registers, {summary.get('spill_ops', 'n/a')} spill ops, "
             f"{occ.blocks_per_sm} block(s) = {occ.warps_per_sm} warps/SM, hot loop "

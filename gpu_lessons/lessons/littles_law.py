@@ -63,14 +63,34 @@ FMA_LATENCY_TRIPS = 20000  # one warp, one chain: 320,000 dependent FMAs
 # Pointer chases: (level, buffer elements (uint32), nodes, steps timed); footprint = nodes lines
 CHASES = (
     ("DRAM", 2**28, 2**20, 2000),  # 1 Mi random lines of a 1 GiB buffer: each step a new line
-    ("L2", 2**24, 2**17, 4000),  # 16 MiB of lines: in the 60 MiB L2, far past the L1
+    ("L2", 2**24, 2**17, 4000),  # 16 MiB of lines: in the H200's 60 MiB L2, far past the L1
     ("L1", 2**16, 2**8, 20000),  # 32 KiB of lines: in the L1
 )
+CHASE_LINE_BYTES = 128
+L2_CHASE_SHARE = 3  # the L2 chase's lines fill at most a third of the L2 (the rest: other data, hashing)
+
+
+def chases(l2_bytes: int | None = None) -> tuple:
+    """``CHASES`` for a GPU with ``l2_bytes`` of L2 (default: this device's): the L2 chase's footprint
+    is the largest power of two of lines up to 16 MiB that fills at most a third of the L2 (16 MiB
+    on the H200's 60 MiB and an L4's 48 MiB; 8 MiB on an A100's 40 MiB; 1 MiB on a T4's 4 MiB), so
+    that it measures the L2, not DRAM; its buffer stays 4x the footprint."""
+    out = []
+    for level, elements, nodes, steps in CHASES:
+        if level == "L2":
+            if l2_bytes is None:
+                l2_bytes = int(device_info().l2_mib * 2**20)
+            while nodes > 2**8 and nodes * CHASE_LINE_BYTES * L2_CHASE_SHARE > l2_bytes:
+                nodes //= 2
+                elements //= 2
+        out.append((level, elements, nodes, steps))
+    return tuple(out)
 LEVELS = ("DRAM", "L2", "L1", "FMA")
 
 FLUSH_ELEMENTS = 2**27  # 512 MiB written between building the DRAM chain and timing it
 
-LOW_OCCUPANCY_WARPS = 16  # 25% of 64
+# 16 warps: 25% of the 64 an sm_80/sm_90 SM holds (33% of sm_86/sm_89's 48, 50% of sm_75's 32)
+LOW_OCCUPANCY_WARPS = 16
 FMA_LOW_WARPS = 8  # 12.5%
 MEMORY_SASS = r"^(LDG|STG|LDL|STL)"  # the SASS lines a recording keeps of each kernel: its memory accesses
 
@@ -225,7 +245,7 @@ def _time_copy(run: Run, variant: str, launch, x, out, warps_per_sm: float) -> N
 def _latency(run: Run) -> None:
     """Pointer chases through DRAM, L2 and L1, and one dependent FMA chain: S and 2S steps each."""
     flush = cuda.device_array(FLUSH_ELEMENTS, np.float32)
-    for seed, (level, elements, nodes, steps) in enumerate(CHASES):
+    for seed, (level, elements, nodes, steps) in enumerate(chases()):
         chain, start = k.build_chain(elements, nodes, seed=seed, device=True)
         state = k.chase_state(start)
         if level == "DRAM":  # the scatter that wrote the chain left its lines in the L2: evict them

@@ -31,6 +31,7 @@ from numba import cuda, typeof
 from ..bench import input_sets_needed
 from ..device import WARP_SIZE, device_info
 from ..kernels import reduce as k
+from ..kernels.launch import blocks_per_sm
 from ..kernels.util import poison
 from ..ncu import Case
 from ..occupancy import driver_blocks_per_sm, occupancy, recorded_limits, sm_limits
@@ -51,7 +52,9 @@ SIZES = [2**p for p in range(10, 29)]
 SWEEP_VARIANTS = ["warp_shuffle", "vec4", "vec4_last_block", "vec4_two_pass"]
 GRID_VARIANTS = ["grid_stride", "warp_shuffle", "vec4", "vec4_last_block"]  # the grid figure
 BLOCKS_PER_SM = [1, 2, 3, 4, 6, 8, 16, 32]
-DEFAULT_BLOCKS_PER_SM = 8  # 8 x 256 threads = 2048: a full SM (when registers allow 8 blocks)
+# The progression's grid: blocks of 256 threads that fill one SM of the GPU (default_blocks_per_sm: 8 on
+# sm_80/sm_90, 6 on sm_86/sm_89, 4 on sm_75); 8 in the H200's recording, which predates the fact
+DEFAULT_BLOCKS_PER_SM = 8
 SLOW_RUNS = 3  # the one-atomic-per-element kernel takes ~0.5 s at 2^28
 CUPY = "cupy.sum"
 NUMBA_REDUCE = "numba cuda.reduce"
@@ -125,9 +128,25 @@ def _workspace(run: Run, name: str) -> k.Workspace:
     return run.shared(f"workspace {name}", lambda: k.Workspace(name, most))
 
 
-def _time_variant(run: Run, name: str, n: int, blocks_per_sm: int = DEFAULT_BLOCKS_PER_SM) -> dict:
+def default_blocks_per_sm(result: LessonResult | None = None) -> int:
+    """The progression's grid in blocks of 256 per SM: for a run on this GPU, as many as fill one SM
+    (``kernels.launch.blocks_per_sm``), kept in the run's facts; for a result, the one it ran with."""
+    if result is None:
+        return blocks_per_sm(k.BLOCK)
+    return int(result.evidence.facts.get("default_blocks_per_sm", DEFAULT_BLOCKS_PER_SM))
+
+
+def _default(run: Run) -> int:
+    """This run's progression grid (blocks per SM), decided once and kept in its facts."""
+    return run.shared("default_blocks_per_sm",
+                      lambda: run.facts.setdefault("default_blocks_per_sm", default_blocks_per_sm()))
+
+
+def _time_variant(run: Run, name: str, n: int, blocks_per_sm: int | None = None) -> dict:
     """Time one variant at n elements (rotating through enough slices of x to defeat the L2),
-    then check the result of the last timed run against the float64 sum of the slice it read."""
+    then check the result of the last timed run against the float64 sum of the slice it read;
+    ``blocks_per_sm``: the grid of a grid-stride kernel (default: the run's, ``_default``)."""
+    blocks_per_sm = blocks_per_sm or _default(run)
     host, x = run.shared("input", lambda: _input(run))
     info = device_info()
     sets = min(input_sets_needed(4 * n, int(info.l2_mib * 2**20)), BIG // n)  # (an H200 never needs the min)
@@ -162,17 +181,17 @@ def _kernel_evidence(run: Run, name: str, n: int = BIG) -> None:
 
 
 def _progression(run: Run) -> None:
-    """Every step at 2^28 in teaching order (grid-stride kernels at 8 blocks per SM)."""
+    """Every step at 2^28 in teaching order (grid-stride kernels at the run's default grid)."""
     for name in k.BY_NAME:
         _time_variant(run, name, BIG)
         _kernel_evidence(run, name)
 
 
 def _grid(run: Run) -> None:
-    """The scalar grid-stride kernels at 1 .. 32 blocks per SM (8: in the progression)."""
+    """The scalar grid-stride kernels at 1 .. 32 blocks per SM (the default: in the progression)."""
     for name in ("grid_stride", "warp_shuffle"):
         for bps in BLOCKS_PER_SM:
-            if bps != DEFAULT_BLOCKS_PER_SM:
+            if bps != _default(run):
                 _time_variant(run, name, BIG, bps)
 
 
@@ -199,7 +218,7 @@ def _waves(run: Run) -> None:
     variants = {}
     for name in WAVE_VARIANTS:
         for bps in WAVE_BLOCKS_PER_SM:
-            if not (name in k.BY_NAME and bps == DEFAULT_BLOCKS_PER_SM):  # those: in the progression
+            if not (name in k.BY_NAME and bps == _default(run)):  # those: in the progression
                 _time_variant(run, name, BIG, bps)
         variants[name] = _residency(name, x, _workspace(run, name))
         if name not in k.BY_NAME and name not in k.RESIDENCY_CAP:  # vec4_smem4 is vec4's own binary
@@ -328,7 +347,7 @@ def _floating_point(run: Run) -> None:
         exact = _exact(run, host, 0, n)
         for name in k.BY_NAME:
             work = _workspace(run, name)
-            blocks = k.blocks_for(name, n, sms * DEFAULT_BLOCKS_PER_SM)
+            blocks = k.blocks_for(name, n, sms * _default(run))
             values = []
             for _ in range(SLOW_RUNS if name == "atomic_per_element" and n > MID else FLOAT_RUNS):
                 k.launch(name, x[:n], work, blocks)
@@ -363,8 +382,8 @@ def _floating_point(run: Run) -> None:
                           "runs": FLOAT_GRID_RUNS, "distinct_results": len(set(bits.tolist())),
                           "value": float(values[0]), "bits": f"{int(bits[0]):08x}"})
     run.facts["float"] = rows
-    run.facts["float_grid"] = {"sms": sms, "blocks_per_sm": DEFAULT_BLOCKS_PER_SM,
-                               "blocks": sms * DEFAULT_BLOCKS_PER_SM, "runs": FLOAT_RUNS}
+    run.facts["float_grid"] = {"sms": sms, "blocks_per_sm": _default(run),
+                               "blocks": sms * _default(run), "runs": FLOAT_RUNS}
     run.facts["float_grids"] = grids
 
 
@@ -523,15 +542,16 @@ def check() -> pd.DataFrame:
 MODEL_SMALLEST = 2**20  # elements (4 MiB): the launch model is fitted from here up
 
 
-def _default_grid(table: pd.DataFrame) -> pd.DataFrame:
-    return table[table["param"].isna() | (table["param"] == DEFAULT_BLOCKS_PER_SM)]
+def _default_grid(table: pd.DataFrame, result: LessonResult) -> pd.DataFrame:
+    return table[table["param"].isna() | (table["param"] == default_blocks_per_sm(result))]
 
 
 def progression_rows(result: LessonResult) -> pd.DataFrame:
-    """Every teaching step, deterministic variant and reference at 2^28 (grid-stride at 8 blocks/SM)."""
+    """Every teaching step, deterministic variant and reference at 2^28 (grid-stride at the result's
+    default grid: 8 blocks/SM on the H200)."""
     table = result.table
     names = [*k.BY_NAME, CUPY, NUMBA_REDUCE]
-    return _default_grid(table[(table["size"] == BIG) & table["variant"].isin(names)])
+    return _default_grid(table[(table["size"] == BIG) & table["variant"].isin(names)], result)
 
 
 def progression_table(result: LessonResult, roof: dict) -> pd.DataFrame:
@@ -566,9 +586,9 @@ def atomic_model(result: LessonResult) -> pd.DataFrame:
 
 
 def sweep_rows(result: LessonResult) -> pd.DataFrame:
-    """The size sweep: the fast kernels (8 blocks/SM), cupy.sum and cuda.reduce, 2^10 .. 2^28."""
+    """The size sweep: the fast kernels (the default grid), cupy.sum and cuda.reduce, 2^10 .. 2^28."""
     table = result.table
-    return _default_grid(table[table["variant"].isin(SWEEP_VARIANTS + [CUPY, NUMBA_REDUCE])])
+    return _default_grid(table[table["variant"].isin(SWEEP_VARIANTS + [CUPY, NUMBA_REDUCE])], result)
 
 
 def launch_model(result: LessonResult, variants: list[str] | None = None,

@@ -24,7 +24,7 @@ import pandas as pd
 from numba import typeof
 from rich.progress import track
 
-from .. import SIMULATED, bench, occupancy, sass
+from .. import SIMULATED, bench, gates, occupancy, sass
 from ..provenance import measurement_meta
 from ..results import (
     OURS,
@@ -89,6 +89,10 @@ class Run:
         self.kernels[name] = entry
         return entry
 
+    def leave_out(self, name: str, why: str) -> None:
+        """Record a part this GPU cannot run (``facts["left_out"]``: name -> why); the run goes on."""
+        self.facts.setdefault("left_out", {})[name] = why
+
     def shared(self, key: str, make: Callable[[], object]):
         """An object several sections use (a device buffer, say), made once on first use."""
         if key not in self._shared:
@@ -104,6 +108,7 @@ def measure(lesson: ModuleType, sections: list[str] | None = None, show_progress
             partial: str | os.PathLike | None = None) -> LessonResult:
     """Run a lesson's sections (all, or those named) on the GPU; one result, failures included."""
     chosen = _chosen_sections(lesson, sections)
+    gates.say(lesson.NAME, left_out(lesson), once=True)
     run = Run(lesson.NAME)
     failures = []
     for section in _progress(chosen, lesson.NAME) if show_progress else chosen:
@@ -122,6 +127,12 @@ def measure(lesson: ModuleType, sections: list[str] | None = None, show_progress
     return LessonResult(lesson=lesson.NAME, table=make_table(run.rows), meta=measurement_meta(lesson.NAME),
                         evidence=Evidence(facts=run.facts, kernels=run.kernels), live=True,
                         failures=tuple(failures))
+
+
+def left_out(lesson: ModuleType) -> dict[str, str]:
+    """What of a lesson this GPU cannot run, {name: why} (a lesson without ``left_out``: nothing)."""
+    ask = getattr(lesson, "left_out", None)
+    return ask() if ask is not None else {}
 
 
 def _chosen_sections(lesson: ModuleType, names: list[str] | None) -> list[Section]:

@@ -23,6 +23,13 @@ draws the same matrices. The big generated kernels compile in worker processes f
 
 Sizes are keyed by M*N*K in the table's ``size`` column (``SHAPES``); the ceiling's rows by threads,
 with warps per SM as ``param``.
+
+What a GPU cannot run is left out (``NEEDS``, ``left_out()``, ``gpu_lessons.gates``): before sm_80 every
+``mma.sync`` and ``cp.async`` kernel and cuBLAS TF32 (a T4 runs cuBLAS SGEMM and lesson 6's kernel);
+on sm_86/sm_89 the tiles over 99 KiB of shared memory a block (``warp_tile 4 stages``,
+``warp_tile_64x64 128x256``); ceiling points over the GPU's warps per SM. ``check()``, the run and the
+notebook (``load()``, ``mma_demo()``) say so in one line; the sections time the rest and keep what they
+left out in ``facts["left_out"]``.
 """
 
 from __future__ import annotations
@@ -41,14 +48,14 @@ import numpy as np
 import pandas as pd
 from numba import cuda, typeof
 
-from .. import SIMULATED
+from .. import SIMULATED, gates
 from ..bench import input_sets_needed
 from ..device import device_info
 from ..kernels import gemm_codegen, gemm_steps, generated, tc_codegen
 from ..kernels import tensor_cores as tc
 from ..kernels.util import poison
 from ..ncu import Case
-from ..occupancy import occupancy
+from ..occupancy import occupancy, recorded_limits, sm_limits
 from ..plots import charts
 from ..plots import tensor_cores as figs
 from ..results import LessonResult, RecordingError
@@ -126,6 +133,14 @@ class Variant:
         else:
             gemm_codegen.launch(self.tile, a, b, c)
 
+    @property
+    def needs(self) -> gates.Needs:
+        """What the kernel needs of the GPU (``gpu_lessons.gates``): sm_80 for mma.sync and cp.async,
+        and its tile's shared memory."""
+        if self.kind == "global":
+            return tc.MMA_NEEDS
+        return tc.tile_needs(self.tile) if self.kind == "tc" else gemm_codegen.needs(self.tile)
+
     def build(self, twin: bool = False):
         """The compiled kernel (``twin``: its 4-byte-copy twin, used where rows are not 16-byte aligned)."""
         if self.kind == "global":
@@ -194,6 +209,55 @@ def peak_launch_shape(sms: int, warps_per_sm: int, chains: int) -> tuple[int, in
     return sms * warps_per_sm // warps_per_block, warps_per_block, iterations
 
 
+# ----------------------------------------------------------------------------- what a GPU can run
+
+# Every kernel the lesson runs, by name, with what it needs of the GPU (gpu_lessons.gates)
+NEEDS: dict[str, gates.Needs] = {
+    "mma_demo": tc.MMA_NEEDS,
+    **{v.name: v.needs for v in VARIANTS},
+    **{name: tc.MMA_NEEDS for name in PEAKS},
+    # cuBLAS with CUPY_TF32=1: TF32 tensor cores (sm_80 on); before them it computes FP32, which the
+    # section would report as "TF32 was off"
+    "cublas tf32": gates.Needs(cc=tc.SM80, why="TF32 tensor cores"),
+}
+
+
+def left_out(limits=None) -> dict[str, str]:
+    """The lesson's kernels this GPU cannot run: {name: why} (empty on an sm_80+ GPU with the shared
+    memory of every tile; on the simulator, as the target ``GPU_LESSONS_DEVICE`` names)."""
+    return gates.left_out(NEEDS, limits)
+
+
+def load() -> LessonResult:
+    """The lesson's result for the notebook: measured live on a GPU that runs every kernel of it; on one
+    that cannot run some (``left_out``), or on the simulator, the recording -- one line says why."""
+    from . import load as load_lesson
+
+    gated = left_out()
+    gates.say(NAME, gated)
+    if SIMULATED or not gated:
+        return load_lesson(NAME)
+    result = load_lesson(NAME, live=False)
+    print(f"{NAME}: this GPU cannot run every kernel of the lesson: showing the recording {result.source} "
+          f"({result.gpu}); 'gpu-lessons run {NAME}' measures what it can run")
+    return result
+
+
+def mma_demo(a, b, c=None):
+    """``kernels.tensor_cores.mma_demo`` on a GPU with mma.sync; elsewhere None, after one line why."""
+    why = gates.missing(tc.MMA_NEEDS)
+    if why:
+        print(f"mma_demo: left out on this GPU: it {why}")
+        return None
+    return tc.mma_demo(a, b, c)
+
+
+def runnable(variants=VARIANTS) -> tuple[Variant, ...]:
+    """The variants this GPU can run."""
+    gated = left_out()
+    return tuple(v for v in variants if v.name not in gated)
+
+
 # ----------------------------------------------------------------------------- scoreboard
 
 
@@ -229,7 +293,7 @@ def compile_jobs() -> list[tuple[str, object]]:
     """(kind, tile) of every generated kernel the lesson compiles: each variant's, and the 4-byte twin
     of those timed at the awkward shape."""
     jobs = []
-    for variant in VARIANTS:
+    for variant in runnable():  # a kernel this GPU cannot run is not compiled (ptxas would refuse it)
         if variant.kind == "global":
             continue
         jobs.append((variant.kind, variant.tile))
@@ -377,8 +441,12 @@ def _gemm_at(run: Run, shape: str) -> None:
         run.time("cublas sgemm", lambda s: cp.matmul(ca[s], cb[s], out=cc[s]), provider="cublas", **common)
         _all_written("cublas sgemm", shape, dc)
         errors.append(_error_row("cublas sgemm", shape, "fp32", dc[0], rows, reference))
+    gated = left_out()
     for variant in VARIANTS:
         if shape not in variant.shapes:
+            continue
+        if variant.name in gated:
+            run.leave_out(variant.name, gated[variant.name])
             continue
         _poisoned(dc)
         run.time(variant.name, lambda s, v=variant: v.launch(da[s], db[s], dc[s]), **common)
@@ -440,7 +508,7 @@ def _lesson_launchers() -> list[tuple[str, str, Callable, tuple]]:
             _device_launcher(v),
             EDGE_SHAPES + (EDGE_SHAPES_UNALIGNED if AWKWARD in v.shapes or v.kind == "global" else ()),
         )
-        for v in VARIANTS
+        for v in runnable()
     ]
 
 
@@ -448,7 +516,10 @@ def _edge_shapes(run: Run) -> None:
     """Every kernel on shapes no tile divides, K = 1 and K = 0: per kernel, the worst max|C - C64| /
     max|C64| (``edge_shape_errors``) and the worst element's share of its error bound."""
     run.shared("compiled", prepare)
-    found = pd.DataFrame(_edge_errors(_lesson_launchers()))
+    launchers = _lesson_launchers()
+    if not launchers:
+        return
+    found = pd.DataFrame(_edge_errors(launchers))
     worst = found.groupby("variant", sort=False)[["max_error", "share_of_bound"]].max()
     run.facts["edge_shape_errors"] = worst["max_error"].to_dict()
     run.facts["edge_shape_share_of_bound"] = worst["share_of_bound"].to_dict()
@@ -472,6 +543,10 @@ def _cublas_tf32(run: Run) -> None:
     errors join this run."""
     if cupy_or_none() is None:
         return  # no CuPy, no reference rows (as every lesson)
+    gated = left_out()
+    if "cublas tf32" in gated:
+        run.leave_out("cublas tf32", gated["cublas tf32"])
+        return
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / "cublas_tf32.json"
         done = subprocess.run(
@@ -552,7 +627,16 @@ def _mma_ceiling(run: Run) -> None:
     """Independent MMA chains on registers: the most mma.sync can do, at several warps per SM."""
     sms = device_info().sms
     expected = {}
+    gated = left_out()
+    warps_here = sm_limits().max_warps_per_sm
     for warps_per_sm, chains in PEAK_CONFIGS:
+        name = peak_name(chains)
+        if name in gated:
+            run.leave_out(name, gated[name])
+            continue
+        if warps_per_sm > warps_here:  # 64 warps per SM on sm_80/sm_90; 48 on sm_86/sm_89
+            run.leave_out(f"{name} at {warps_per_sm} warps/SM", f"this GPU holds {warps_here} warps per SM")
+            continue
         blocks, per_block, iterations = peak_launch_shape(sms, warps_per_sm, chains)
         threads = blocks * per_block * 32
         out = cuda.device_array(threads, np.float32)
@@ -584,10 +668,13 @@ def _kernels(run: Run) -> None:
     """Registers, shared and local memory, and SASS of every kernel the lesson times."""
     run.shared("compiled", prepare)
     arguments = _compile_arguments()
-    for variant in VARIANTS:
+    gated = left_out()
+    for variant in runnable():
         run.kernel(variant.name, variant.build(), arguments, SASS_PATTERN)
     out = cuda.device_array(32, np.float32)
     for chains in dict.fromkeys(chains for _, chains in PEAK_CONFIGS):
+        if peak_name(chains) in gated:
+            continue
         run.kernel(peak_name(chains), tc.peak_kernel(chains), (out, np.int64(1)), SASS_PATTERN)
     run.facts["tiles"] = {v.name: repr(v.tile) for v in VARIANTS if v.tile is not None}
 
@@ -707,8 +794,11 @@ def ncu_cases() -> list[Case]:
         cases.append(
             Case("cublas sgemm", "gemm", launched(lambda: cp.matmul(ca, cb, out=cc)), checked("fp32"))
         )
+    gated = left_out()
     for name in NCU_CASES[1:]:
         variant = BY_NAME[name]
+        if name in gated:  # not on this GPU (the run's line said so)
+            continue
         cases.append(
             Case(
                 name,
@@ -822,8 +912,9 @@ def warps_per_sm(result: LessonResult, variant: str) -> int:
     else:
         threads, dynamic = tile.threads, 4 * tile.shared_floats if tile.stages else 0
     shared = kernel.get("shared_bytes", 0) + dynamic
+    limits = sm_limits() if result.live else recorded_limits(result.gpu)  # the GPU it was measured on
     return occupancy(
-        threads, kernel["registers"], shared, opt_in=shared > tc_codegen.STATIC_SHARED_LIMIT
+        threads, kernel["registers"], shared, limits, opt_in=shared > tc_codegen.STATIC_SHARED_LIMIT
     ).warps_per_sm
 
 
@@ -1160,42 +1251,53 @@ def _host_launcher(kind: str, tile) -> Callable:
     return lambda a, b: gemm_codegen.gemm_generated(a, b, tile)
 
 
+def _sim_check_needs(kind: str, tile) -> gates.Needs:
+    return tc.tile_needs(tile) if kind == "tc" else gemm_codegen.needs(tile)
+
+
 def check() -> pd.DataFrame:
     """Every kernel family against float64: the one-warp MMA, the ceiling's kernel, mma_global, the TF32
     tile generator (plain and cp.async) and lesson 6's generator with a cp.async pipeline. On a GPU, the
     lesson's own tiles on shapes no tile divides, K = 1 and K = 0 (4-byte twins included); on the
-    simulator, one- and two-warp tiles of the same generators (a 256-thread block is too slow there)."""
+    simulator, one- and two-warp tiles of the same generators (a 256-thread block is too slow there).
+    What this GPU cannot run is left out, and one line says what and why (``left_out``)."""
+    gated = left_out()
+    gates.say(NAME, gated)
     prepare()
     rng = np.random.default_rng()
     rows = []
-    a = rng.standard_normal((16, 8), dtype=np.float32)
-    b = rng.standard_normal((8, 8), dtype=np.float32)
-    c = rng.standard_normal((16, 8), dtype=np.float32)
-    d = tc.mma_demo(a, b, c)
-    ra, rb = tf32_rna(a).astype(np.float64), tf32_rna(b).astype(np.float64)
-    exact = ra @ rb + c
-    share = np.max(np.abs(d - exact) / (2.0**-21 * (np.abs(ra) @ np.abs(rb) + np.abs(c))))
-    rows.append(
-        check_row(
-            "mma_demo (one warp, one m16n8k8)",
-            share <= 1,
-            f"worst element {share:.3f} of 2^-21 (|A||B| + |C|) from A B + C, A and B rounded",
+    mma_here = not gates.missing(tc.MMA_NEEDS)
+    if mma_here:
+        a = rng.standard_normal((16, 8), dtype=np.float32)
+        b = rng.standard_normal((8, 8), dtype=np.float32)
+        c = rng.standard_normal((16, 8), dtype=np.float32)
+        d = tc.mma_demo(a, b, c)
+        ra, rb = tf32_rna(a).astype(np.float64), tf32_rna(b).astype(np.float64)
+        exact = ra @ rb + c
+        share = np.max(np.abs(d - exact) / (2.0**-21 * (np.abs(ra) @ np.abs(rb) + np.abs(c))))
+        rows.append(
+            check_row(
+                "mma_demo (one warp, one m16n8k8)",
+                share <= 1,
+                f"worst element {share:.3f} of 2^-21 (|A||B| + |C|) from A B + C, A and B rounded",
+            )
         )
-    )
-    out = tc.run_peak(blocks=1, warps_per_block=1, iterations=3, chains=2).copy_to_host()
-    expected = mma_peak_reference(2, 3)
-    rows.append(
-        check_row(
-            "mma_peak 2 chains, 3 iterations",
-            np.allclose(out, expected, rtol=1e-5),
-            "each lane's sum against A B x iterations + the chains' start values",
+        out = tc.run_peak(blocks=1, warps_per_block=1, iterations=3, chains=2).copy_to_host()
+        expected = mma_peak_reference(2, 3)
+        rows.append(
+            check_row(
+                "mma_peak 2 chains, 3 iterations",
+                np.allclose(out, expected, rtol=1e-5),
+                "each lane's sum against A B x iterations + the chains' start values",
+            )
         )
-    )
     if SIMULATED:
         launchers = [("mma_global", "tf32", lambda a, b: tc.matmul(a, b, "mma_global"), ((20, 9, 12),))]
+        launchers = launchers if mma_here else []
         launchers += [
             (name, "tf32" if kind == "tc" else "fp32", _host_launcher(kind, tile), (shape,))
             for name, kind, tile, shape in SIM_CHECKS
+            if not gates.missing(_sim_check_needs(kind, tile))
         ]
     else:
         launchers = _lesson_launchers()
@@ -1208,4 +1310,6 @@ def check() -> pd.DataFrame:
                 f"worst element {share:.3f} of its error bound",
             )
         )
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows, columns=["check", "passed", "detail"])
+    table.attrs["left_out"] = gated
+    return table

@@ -4,6 +4,8 @@
 - ``trace``: per-instruction memory-traffic counters named after Nsight Compute metrics.
 - ``fma``: a fused ``cuda.fma`` (the simulator's rounds twice), so results match the GPU's FFMA.
 - ``scheduler``: a block manager that waits for its threads instead of polling them (faster).
+- ``target``: the device reports a target GPU's compute capability and limits
+  (``GPU_LESSONS_DEVICE=t4``, ...), so the course runs as on that GPU.
 """
 
 
@@ -12,11 +14,12 @@ from contextlib import contextmanager
 
 def install() -> None:
     """Install the simulator extras; safe to call more than once."""
-    from . import fma, scheduler, warp  # numba's simulator modules load only when extras are installed
+    from . import fma, scheduler, target, warp  # numba's simulator modules load only when installed
 
     fma.install()
     scheduler.install()
     warp.install()
+    target.install()
 
 
 def uninstall() -> None:
