@@ -18,7 +18,8 @@ from .mode import ModeError, choose_mode
 __all__ = ["MODE", "SIMULATED", "ModeError", "describe", "device_info"]
 __version__ = "0.1.0"
 _NEED_THE_MODE = ("MODE", "SIMULATED", "describe", "device_info")
-_WITHOUT_MODE = {f"{__name__}.mode", f"{__name__}.cli", f"{__name__}.__main__"}  # the command's shell
+# the command's shell, where the course files are (--version), the notebooks' Colab cell: no mode needed
+_WITHOUT_MODE = {f"{__name__}.{name}" for name in ("mode", "cli", "__main__", "course", "colab")}
 
 
 class _StartFirst:

@@ -469,17 +469,34 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    """The command; every error it expects is one line on stderr (status 2), never a traceback."""
-    from .mode import ModeError, choose_mode
+ANY_MODE = ("list", "notebooks", "scoreboard")  # commands that launch no kernel: the simulator will do
 
+
+def main(argv: list[str] | None = None) -> int:
+    """The command; every error it expects is one line on stderr (status 2), never a traceback;
+    Ctrl-C is one line too (status 130, as a shell reports a command ended by SIGINT)."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("gpu-lessons: interrupted", file=sys.stderr)
+        return 128 + 2
+
+
+def _main(argv: list[str] | None) -> int:
+    from .mode import MODE_VARIABLE, ModeError, choose_mode
+
+    parser = build_parser()
+    args = parser.parse_args(argv)  # --help and --version end here, whatever the mode variable says
     try:
         choose_mode()  # before anything imports numba.cuda; a mode it cannot have is the user's to fix
     except ModeError as error:
-        print(f"gpu-lessons: error: {error}", file=sys.stderr)
-        return 2
-    parser = build_parser()
-    args = parser.parse_args(argv)
+        if args.command not in ANY_MODE:
+            print(f"gpu-lessons: error: {error}", file=sys.stderr)
+            return 2
+        print(f"gpu-lessons: note: {error}; '{args.command}' needs no GPU, so it goes on in simulator mode",
+              file=sys.stderr)
+        os.environ[MODE_VARIABLE] = "sim"
+        choose_mode()
     if choose_mode() == "compile" and args.command not in ("list", "notebooks", "targets", "scoreboard"):
         print("gpu-lessons: error: GPU_LESSONS_MODE=compile compiles kernels and runs none (gpu-lessons "
               "targets); unset it to run the lessons", file=sys.stderr)

@@ -172,21 +172,64 @@ def test_record_from_an_installed_package_asks_where_to_write(monkeypatch):
     assert cli._writable_data("mine") == "mine"
 
 
-@pytest.mark.parametrize("env, argv", [({"GPU_LESSONS_MODE": "bogus"}, ["list"]),
-                                       ({"GPU_LESSONS_MODE": "bogus"}, ["--help"]),
-                                       ({"GPU_LESSONS_MODE": "gpu", "CUDA_VISIBLE_DEVICES": ""}, ["list"])])
-def test_a_mode_that_cannot_be_had_is_one_line(env, argv):
-    """Checked before anything else (numba.cuda is not even imported): the user's setting to fix."""
+def _command(argv, env: dict, timeout: float = 120):
+    """The command in a fresh process, with the mode variables ``env`` sets (and none of this one's)."""
     import os
     import subprocess
     import sys
 
     ours = ("GPU_LESSONS_MODE", "NUMBA_ENABLE_CUDASIM")
     environment = {k: v for k, v in os.environ.items() if k not in ours}
-    done = subprocess.run([sys.executable, "-m", "gpu_lessons", *argv], capture_output=True, text=True,
-                          timeout=120, cwd=DATA.parent, env={**environment, **env})
+    return subprocess.run([sys.executable, "-m", "gpu_lessons", *argv], capture_output=True, text=True,
+                          timeout=timeout, cwd=DATA.parent, env={**environment, **env})
+
+
+NO_GPU = {"GPU_LESSONS_MODE": "gpu", "CUDA_VISIBLE_DEVICES": ""}  # asks for a GPU it cannot have
+
+
+@pytest.mark.parametrize("env", [{"GPU_LESSONS_MODE": "bogus"}, NO_GPU])
+def test_a_mode_that_cannot_be_had_is_one_line(env):
+    """Checked before anything else (numba.cuda is not even imported): the user's setting to fix."""
+    done = _command(["run", "roofline"], env)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.startswith("gpu-lessons: error: GPU_LESSONS_MODE=") and done.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("env, argv", [(NO_GPU, ["--help"]), (NO_GPU, ["run", "--help"]),
+                                       (NO_GPU, ["--version"]), ({"GPU_LESSONS_MODE": "bogus"}, ["--help"])])
+def test_help_and_version_work_whatever_the_mode_variable_says(env, argv):
+    done = _command(argv, env)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert done.stdout.startswith("gpu-lessons ") or "usage: gpu-lessons" in done.stdout
+
+
+@pytest.mark.parametrize("env", [{"GPU_LESSONS_MODE": "bogus"}, NO_GPU])
+def test_list_needs_no_gpu_whatever_the_mode_variable_says(env):
+    """It launches no kernel: it lists, after one line saying what was wrong with the setting."""
+    done = _command(["list"], env)
+    assert done.returncode == 0 and "notebooks/01_roofline.ipynb" in done.stdout
+    assert done.stderr.startswith("gpu-lessons: note: GPU_LESSONS_MODE=") and done.stderr.count("\n") == 1
+    assert "goes on in simulator mode" in done.stderr
+
+
+def test_ctrl_c_is_one_line_and_status_130(tmp_path):
+    """SIGINT while a lesson runs (here on the simulator, seconds into its checks): no traceback."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    environment = {**os.environ, "GPU_LESSONS_MODE": "sim"}
+    argv = [sys.executable, "-m", "gpu_lessons", "run", "reduce", "--no-progress", "--out", str(tmp_path)]
+    command = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               cwd=DATA.parent, env=environment)
+    try:
+        assert command.stdout.readline().startswith("Mode: ")  # started: the checks run next
+        command.send_signal(signal.SIGINT)
+        _, err = command.communicate(timeout=60)
+    finally:
+        command.kill()
+    assert command.returncode == 130 and err == "gpu-lessons: interrupted\n", err
 
 
 def test_version_and_help_are_plain_text(capsys):

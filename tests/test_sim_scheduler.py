@@ -162,3 +162,14 @@ def test_any_syncthreads_reports_to_the_scheduler_whatever_the_install_order():
         scheduler.uninstall()
     assert out is not None, "the launch hung"
     np.testing.assert_array_equal(out, np.arange(64, dtype=np.float32)[::-1])
+
+
+def test_no_private_threading_state():
+    """Python 3.13 changed threading's private attributes (``Thread._is_stopped`` went): the simulator's
+    extras use none, so any Python from 3.11 on runs them (CI runs these tests on 3.11 and 3.13)."""
+    import re
+
+    private = re.compile(r"threading\._[a-z]|\._(started|is_stopped|tstate_lock|handle|ident)\b|\b_active\b")
+    for path in sorted((ROOT / "gpu_lessons" / "sim").glob("*.py")):
+        found = private.search(path.read_text(encoding="utf-8"))
+        assert not found, f"{path.name} uses threading's private {found.group(0)!r}"

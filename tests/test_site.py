@@ -114,7 +114,7 @@ def test_glossary_page_is_the_readme_table(site):
     assert shown == [], "the page has rows the README does not"
 
 
-def test_notebook_pages_have_their_title_and_a_download_link(site):
+def test_notebook_pages_have_their_title_a_download_and_a_colab_link(site):
     for notebook in lesson_notebooks():
         page = text_of(site / "en" / "notebooks" / f"{notebook.stem}.html")
         title = builder.read_page(notebook, "").title
@@ -124,6 +124,17 @@ def test_notebook_pages_have_their_title_and_a_download_link(site):
         assert link, f"{notebook.name}: no download link"
         target = (site / "en" / "notebooks" / link.group(1)).resolve()
         assert target.read_bytes() == notebook.read_bytes(), f"{notebook.name}: the download differs"
+        colab = re.search(r'<a class="btn btn-sm notebook-colab" href="([^"]+)"', page)
+        assert colab and html.unescape(colab.group(1)) == colab_url(f"notebooks/{notebook.name}")
+    deep_dive = text_of(site / "en" / "notebooks" / "deep_dives" / f"{notebook.stem}.html")
+    assert f'href="{colab_url(f"notebooks/deep_dives/{notebook.name}")}"' in deep_dive
+
+
+def colab_url(path: str) -> str:
+    sys.path.insert(0, str(ROOT))
+    from gpu_lessons import colab
+
+    return colab.notebook_url(path)
 
 
 def test_deep_dive_section_is_absent_without_deep_dives(site):

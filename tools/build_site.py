@@ -68,7 +68,7 @@ class Edition:
     labels: dict[str, str]
 
 
-LABELS = ("lessons", "deep_dives", "deep_dive", "reference", "download")
+LABELS = ("lessons", "deep_dives", "deep_dive", "reference", "download", "colab")
 
 
 def editions(only: list[str] | None = None) -> list[Edition]:
@@ -262,6 +262,18 @@ def stage(edition: Edition, staging: Path) -> dict[str, list[Page]]:
     return {"lessons": lessons, "deep_dives": deep_dives}
 
 
+def colab_notebooks(edition: Edition) -> str:
+    """Where Colab opens this edition's notebooks from (the repository: gpu_lessons.colab), up to
+    the page's path below notebooks/ (site/_templates/notebook-download.html adds it)."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from gpu_lessons import colab
+
+    folder = edition.notebooks
+    inside = folder.relative_to(ROOT).as_posix() if folder.is_relative_to(ROOT) else "notebooks"
+    return colab.notebook_url(inside + "/")  # (a folder outside the repository: a test's edition)
+
+
 def sphinx_build(edition: Edition, staging: Path, out: Path, cache: Path) -> None:
     """Sphinx writes into cache/html (myst-nb puts its jupyter_execute/ beside it), then the
     HTML alone is mirrored to out."""
@@ -270,6 +282,7 @@ def sphinx_build(edition: Edition, staging: Path, out: Path, cache: Path) -> Non
         "-c", str(SITE), "-d", str(cache / "doctrees"),
         "-D", f"language={edition.language}", "-D", f"html_title={edition.title}",
         "-A", f"download_label={edition.labels['download']}",
+        "-A", f"colab_label={edition.labels['colab']}", "-A", f"colab_notebooks={colab_notebooks(edition)}",
         str(staging), str(cache / "html"),
     ]
     # the package (scoreboard) and the conf import nothing from a different checkout

@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -60,7 +59,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import recorder, warp
+from . import recorder, scheduler, warp
 
 __all__ = [
     "HOPPER_TF32", "MmaModel", "a_fragment", "b_fragment", "c_fragment", "cp_async4", "cp_async8",
@@ -269,7 +268,7 @@ def _raw(array) -> np.ndarray:
 
 
 def _thread_state(name: str) -> list:
-    thread = threading.current_thread()
+    thread = scheduler.current_thread()
     if getattr(thread, "thread_id", None) is None or not hasattr(thread, "_manager"):
         raise RuntimeError(f"{name}() can only be called inside a kernel on the simulator")
     state = thread.__dict__.get(_STATE)
@@ -308,7 +307,7 @@ def _copy(size: int, dst, dst_index, src, src_index, src_bytes) -> None:
         trace.note_vector_access(dst, int(dst_index), size // 4, True)
     state = _thread_state(name)
     for log in _LOGS:
-        log.issued.append((threading.current_thread().thread_id, dst_offset, size, src_bytes))
+        log.issued.append((scheduler.current_thread().thread_id, dst_offset, size, src_bytes))
     state[0].append((dst_raw, dst_offset, data))
 
 

@@ -20,13 +20,14 @@ import sys
 import threading
 from contextlib import contextmanager
 from operator import index as as_index
-from threading import current_thread
 
 import numpy as np
 from numba.cuda import types
 from numba.cuda.np import numpy_support
 from numba.cuda.simulator.cudadrv import devicearray as sim_arrays
 from numba.cuda.simulator.kernelapi import FakeCUDAShared
+
+from .scheduler import current_thread  # the simulated CUDA thread a pool worker runs
 
 FakeCUDAArray = sim_arrays.FakeCUDAArray
 FakeWithinKernelCUDAArray = sim_arrays.FakeWithinKernelCUDAArray

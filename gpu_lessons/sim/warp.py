@@ -65,6 +65,7 @@ from math import prod
 import numpy as np
 
 from ..device import WARP_SIZE
+from . import scheduler
 
 __all__ = [
     "FULL_MASK",
@@ -525,7 +526,7 @@ _COMPLETERS = {
 
 
 def _current_lane(kind: str):
-    thread = threading.current_thread()
+    thread = scheduler.current_thread()
     block = getattr(getattr(thread, "_manager", None), _BLOCK_ATTR, None)
     if block is None:
         raise RuntimeError(f"cuda.{kind}() can only be called inside a kernel on the simulator")
@@ -739,7 +740,7 @@ def _wrap_thread_init(original):
 
 def _thread_exited(thread) -> bool:
     """Started and finished. A waiting lane notices an exit at its next poll (POLL_SECONDS)."""
-    return thread._started.is_set() and not thread.is_alive()
+    return scheduler.exited(thread)
 
 
 def _wrap_syncthreads(original):
