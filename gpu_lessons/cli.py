@@ -335,6 +335,7 @@ EXAMPLES = """examples:
   gpu-lessons run roofline             lesson 1: check its kernels, show its measurements, save its figures
   gpu-lessons notebooks ~/gpu-course   copy the notebooks out; then: jupyter lab ~/gpu-course
   gpu-lessons scoreboard               each lesson's best kernel against CuPy and cuBLAS
+  gpu-lessons targets                  which kernels fit a T4 ... H200, and why the others do not
 
 GPU_LESSONS_MODE=gpu|sim|auto forces the mode; GPU_LESSONS_DATA names another data folder."""
 
@@ -410,6 +411,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     parser = build_parser()
     args = parser.parse_args(argv)
+    if choose_mode() == "compile" and args.command not in ("list", "notebooks", "targets", "scoreboard"):
+        print("gpu-lessons: error: GPU_LESSONS_MODE=compile compiles kernels and runs none (gpu-lessons "
+              "targets); unset it to run the lessons", file=sys.stderr)
+        return 2
     from .checks import InputError
     from .results import RecordingError
 

@@ -61,10 +61,8 @@ FLAT_GEMM = "float32[::1], float32[::1], float32[::1], uint64, uint64, uint64"  
 FLAT_TRANSPOSE = "float32[::1], float32[::1], int64, int64, int64"
 PARTICLES_SOA = ", ".join(["float32[::1]"] * 6 + ["float32"])
 
-# Kernels of gpu_lessons.kernels that no lesson part launches on a GPU, and why.
-NOT_LAUNCHED = {
-    "util._fill": "a helper that fills poisoned outputs before a check (256 threads, no shared memory)",
-}
+# Kernels of gpu_lessons.kernels that no lesson part launches on a GPU, and why (none today).
+NOT_LAUNCHED: dict[str, str] = {}
 
 
 @dataclass(frozen=True)
@@ -268,7 +266,12 @@ def _occupancy():
     return occupancy
 
 
-LESSONS = {"roofline": _roofline, "littles_law": _littles_law, "coalescing": _coalescing,
+def _common() -> list[Launch]:
+    """What every lesson launches besides its own kernels: poisoning outputs before a check."""
+    return [_plain("common", "util._fill", part="poison (util._fill)")]
+
+
+LESSONS = {"common": _common, "roofline": _roofline, "littles_law": _littles_law, "coalescing": _coalescing,
            "bank_conflicts": _bank_conflicts, "reduce": _reduce, "gemm": _gemm, "tensor_cores": _tensor_cores}
 
 

@@ -39,7 +39,7 @@ from pathlib import Path
 from .targets import MATRIX_FILE, TARGETS, Target
 
 NVCC_PACKAGE = "nvidia-cuda-nvcc-cu12"
-NVCC_VERSION = "12.9.86"  # pinned in pyproject's `targets` extra
+NVCC_VERSION = "12.9.86"  # pinned in pyproject's `targets` extra, with NVRTC (numba-cuda looks for it)
 PACKAGE = Path(__file__).resolve().parent
 # modules of device code a kernel may call besides its own module: part of every key
 INTRINSICS = ("ptx.py", "vector.py")
@@ -180,21 +180,7 @@ def compile_launch(launch) -> dict:
     kernel_fixup(function, False)
     nvvm.set_launch_bounds(function, options.get("launch_bounds"))
     cap = options.get("max_registers")
-    return {name: assemble(_ptx(library, name), name, cap) for name in architectures()}
-
-
-def _ptx(library, name: str) -> str:
-    """NVVM's PTX for one architecture. numba-cuda would ask NVRTC (a 217 MB library) which
-    architectures the toolkit knows, to pick the closest; naming the architecture exactly
-    (its documented NUMBA_FORCE_CUDA_CC, here set for the one call) needs only NVVM."""
-    from numba.cuda.core import config
-
-    cc = _arch_cc(name)
-    before, config.FORCE_CUDA_CC = config.FORCE_CUDA_CC, cc
-    try:
-        return library.get_asm_str(cc=cc)
-    finally:
-        config.FORCE_CUDA_CC = before
+    return {name: assemble(library.get_asm_str(cc=_arch_cc(name)), name, cap) for name in architectures()}
 
 
 def _compile_worker(names: list[str]) -> dict:
@@ -265,22 +251,27 @@ def _refusal(error: str) -> str:
 
 def verdict(compiled: dict, threads: int, dynamic_shared: int, target: Target) -> dict:
     """fits or not, why not, and what the kernel takes on this target."""
+    return judge(compiled[arch(target.cc)], threads, dynamic_shared, target.sm_limits(), arch(target.cc))
+
+
+def judge(result: dict, threads: int, dynamic_shared: int, limits, architecture: str) -> dict:
+    """One compile result (ptxas's for ``architecture``) against SM limits (a target's, or a GPU's
+    read live: ``occupancy.SMLimits``)."""
     from .occupancy import occupancy
 
-    result = compiled[arch(target.cc)]
     if "error" in result:
         return {"fits": False, "reason": _refusal(result["error"])}
     shared = result["static_shared"] + dynamic_shared
     cell = {"registers": result["registers"], "spill_bytes": result["spill_stores"],
             "shared": shared, "dynamic_shared": dynamic_shared}
-    sm = arch(target.cc).rstrip("a")
-    if threads > target.max_threads_per_block:
+    sm = architecture.rstrip("a")
+    if threads > limits.max_threads_per_block:
         return {**cell, "fits": False,
-                "reason": f"{threads} threads > {target.max_threads_per_block} a block"}
-    if shared > target.shared_per_block_optin:
+                "reason": f"{threads} threads > {limits.max_threads_per_block} a block"}
+    if shared > limits.shared_per_block_optin:
         return {**cell, "fits": False,
-                "reason": f"shared {kib(shared)} > {kib(target.shared_per_block_optin)} opt-in on {sm}"}
-    occ = occupancy(threads, result["registers"], shared, target.sm_limits(), opt_in=True)
+                "reason": f"shared {kib(shared)} > {kib(limits.shared_per_block_optin)} opt-in on {sm}"}
+    occ = occupancy(threads, result["registers"], shared, limits, opt_in=True)
     if occ.blocks_per_sm == 0:
         return {**cell, "fits": False, "reason": f"registers: {occ.detail}"}
     return {**cell, "fits": True, "reason": "", "blocks_per_sm": occ.blocks_per_sm}

@@ -4,6 +4,9 @@
     t4 = target("t4")
     t4.cc, t4.sms, t4.max_threads_per_sm, t4.shared_per_block_optin
     t4.sm_limits()          # the same form as occupancy.sm_limits() reads from a device
+    fits("tensor_cores/warp_tile 4 stages", "rtx4090")   # (False, "shared 128 KiB > 99 KiB opt-in on sm_89")
+    gated_parts("tensor_cores", "t4")                     # {part the lesson shows: why}, empty if all fit
+    fits_device("tensor_cores/warp_tile", occupancy.sm_limits())   # a GPU read live, by its own limits
 
 Facts read live from a device win over this table (``occupancy.sm_limits()``, ``device.device_info()``);
 the table is for what cannot be asked (a GPU we do not have) and for the compile checks of every kernel
@@ -226,11 +229,50 @@ def fits(kernel: str, which) -> tuple[bool, str]:
     """Whether a kernel of the matrix (its name there, e.g. ``tensor_cores/warp_tile 4 stages``) fits a
     target (a ``Target`` or its key): ``(True, "")``, or ``(False, why)`` in one line, e.g.
     ``(False, "needs sm_80 (mma.sync .tf32, cp.async)")``."""
+    cell = _row(kernel)["targets"][_key(which)]
+    return cell["fits"], cell["reason"]
+
+
+def fits_device(kernel: str, limits) -> tuple[bool, str]:
+    """``fits`` for a GPU read live (``occupancy.sm_limits()`` in GPU mode): the matrix's compile for
+    its architecture held against its own limits. An architecture the matrix did not compile for
+    (not one of the targets') is ``(True, "not checked for sm_XY")``: the compiler will say."""
+    from . import matrix
+    from .inventory import launches
+
+    row = _row(kernel)
+    major, minor = (int(p) for p in limits.compute_capability.split("."))
+    architecture = matrix.arch((major, minor))
+    if architecture not in row["compiled"]:
+        return True, f"not checked for {architecture}"
+    launch = next(launch for launch in launches() if launch.name == kernel)
+    device = _LiveTarget(limits)
+    cell = matrix.judge(row["compiled"][architecture], launch.threads, launch.dynamic_shared(device), limits,
+                        architecture)
+    return cell["fits"], cell["reason"]
+
+
+class _LiveTarget:
+    """What a launch sized from a GPU's limits asks of a target: its limits."""
+
+    def __init__(self, limits):
+        self._limits = limits
+
+    def sm_limits(self):
+        return self._limits
+
+
+def _row(kernel: str) -> dict:
     verdicts = _matrix()["kernels"]
     if kernel not in verdicts:
         raise InputError(f"{kernel!r} is not a kernel of the matrix (gpu-lessons targets lists them)")
-    cell = verdicts[kernel]["targets"][_key(which)]
-    return cell["fits"], cell["reason"]
+    return verdicts[kernel]
+
+
+def gated_parts(lesson: str, which) -> dict[str, str]:
+    """``gates`` by the part names the lesson shows (a 4-byte twin counts as its part)."""
+    gated = gates(lesson, which)
+    return {name.split("/", 1)[1].removesuffix(" (4-byte twin)"): why for name, why in gated.items()}
 
 
 def gates(lesson: str, which) -> dict[str, str]:

@@ -8,8 +8,11 @@ the ``targets`` extra) and must give what the matrix says.
 
 import csv
 import importlib
+import os
 import pkgutil
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,12 +22,12 @@ import gpu_lessons.kernels
 from gpu_lessons import inventory, matrix, targets
 
 ROOT = Path(__file__).resolve().parents[1]
-SAMPLE = (  # a second each, but the last: the twin of the fastest TF32 tile (30 s of numba's front end;
-    # it ended in RecursionError before its copies lost their branches)
-    "roofline/copy_vec4", "reduce/vec4_smem4", "bank_conflicts/shared_read_kernel",
-    "littles_law/copy w16 u64",
-    "tensor_cores/mma_global", "tensor_cores/mma_async", "tensor_cores/warp_tile_64x64 (4-byte twin)",
-)
+SAMPLE = ("roofline/copy_vec4", "reduce/vec4_smem4", "bank_conflicts/shared_read_kernel",
+          "littles_law/copy w16 u64", "tensor_cores/mma_global", "tensor_cores/mma_async")  # a second each
+# the 4-byte twin of lesson 7's fastest tile: ~30 s of numba's front end, the only compile here that
+# reaches the RecursionError tensor_cores.matmul(a, b, "warp_tile_64x64") once ended in (its copies had
+# so many branches that numba's recursive control-flow search ran out of stack)
+TWIN = "tensor_cores/warp_tile_64x64 (4-byte twin)"
 
 
 @pytest.fixture(scope="module")
@@ -104,13 +107,60 @@ def test_fits_and_gates_answer_from_the_matrix():
     gated = targets.gates("tensor_cores", "rtx4090")
     assert set(gated) == {"tensor_cores/warp_tile 4 stages", "tensor_cores/warp_tile_64x64 128x256"}
     assert targets.gates("reduce", "t4") == {}
+    assert targets.gated_parts("tensor_cores", "a10") == {
+        "warp_tile 4 stages": "shared 128 KiB > 99 KiB opt-in on sm_86",
+        "warp_tile_64x64 128x256": "shared 144 KiB > 99 KiB opt-in on sm_86"}
+    assert "mma_async" in targets.gated_parts("tensor_cores", "t4")
 
 
-def test_a_sample_compiles_to_what_the_matrix_says(committed):
+def test_a_gpu_read_live_is_judged_by_its_own_limits():
+    """An RTX 3080 (sm_86 like the A10, not in the table): the A10's compile, its own limits."""
+    from dataclasses import replace
+
+    rtx3080 = replace(targets.target("a10").sm_limits(), source="read from the device")
+    assert targets.fits_device("tensor_cores/warp_tile", rtx3080) == (True, "")
+    assert targets.fits_device("tensor_cores/warp_tile 4 stages", rtx3080) == \
+        (False, "shared 128 KiB > 99 KiB opt-in on sm_86")
+    h200 = targets.target("h200").sm_limits()
+    assert targets.fits_device("littles_law/copy w16 u4 at 256 threads x 2 blocks/SM", h200) == (True, "")
+    blackwell = replace(h200, compute_capability="12.0")
+    assert targets.fits_device("tensor_cores/warp_tile", blackwell) == (True, "not checked for sm_120a")
+
+
+def compiled_afresh(names):
     try:
         matrix.ptxas_path()
     except RuntimeError as error:
         pytest.skip(str(error))
-    fresh = matrix.compile_in_processes(list(SAMPLE), workers=2)
+    return matrix.compile_in_processes(list(names), workers=min(2, len(names)))
+
+
+def test_a_sample_compiles_to_what_the_matrix_says(committed):
+    fresh = compiled_afresh(SAMPLE)
     for name in SAMPLE:
         assert fresh[name]["compiled"] == committed["kernels"][name]["compiled"], name
+
+
+def test_the_64x64_twin_compiles_to_what_the_matrix_says(committed):
+    fresh = compiled_afresh([TWIN])
+    assert fresh[TWIN]["compiled"] == committed["kernels"][TWIN]["compiled"]
+    assert committed["kernels"][TWIN]["compiled"]["sm_90a"]["registers"] == 255
+
+
+def test_the_command_prints_one_lesson_and_the_reasons(capsys):
+    from gpu_lessons import cli
+
+    assert cli.main(["targets", "tensor_cores"]) == 0
+    out = capsys.readouterr().out
+    assert "tensor_cores/warp_tile 4 stages" in out and "roofline/" not in out
+    assert "needs sm_80 (mma.sync .tf32, cp.async)" in out
+    assert "shared 144 KiB > 99 KiB opt-in on sm_89" in out
+    assert cli.main(["targets", "nope"]) == 2
+
+
+def test_compile_mode_runs_no_lesson():
+    environment = {**os.environ, "GPU_LESSONS_MODE": "compile"}
+    done = subprocess.run([sys.executable, "-m", "gpu_lessons", "run", "roofline"], capture_output=True,
+                          text=True, env=environment, timeout=120)
+    assert done.returncode == 2 and done.stderr.startswith("gpu-lessons: error: GPU_LESSONS_MODE=compile")
+    assert "Traceback" not in done.stderr
