@@ -483,14 +483,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    from .mode import MODE_VARIABLE, ModeError, choose_mode
+    from .mode import DEVICE_VARIABLE, MODE_VARIABLE, ModeError, choose_mode
 
     parser = build_parser()
     args = parser.parse_args(argv)  # --help and --version end here, whatever the mode variable says
     try:
         choose_mode()  # before anything imports numba.cuda; a mode it cannot have is the user's to fix
     except ModeError as error:
-        if args.command not in ANY_MODE:
+        if args.command not in ANY_MODE or os.environ.get(DEVICE_VARIABLE):  # a wrong switch is never ignored
             print(f"gpu-lessons: error: {error}", file=sys.stderr)
             return 2
         print(f"gpu-lessons: note: {error}; '{args.command}' needs no GPU, so it goes on in simulator mode",

@@ -21,13 +21,13 @@ from contextlib import contextmanager
 from ..mode import DEVICE_VARIABLE, requested_target
 from ..targets import Target, target
 
-_active: Target | None = None
+_standing_in: Target | None = None
 _saved: dict = {}
 
 
 def active() -> Target | None:
     """The target the simulator stands in for, or None (the simulator as shipped)."""
-    return _active
+    return _standing_in
 
 
 def attributes(t: Target) -> dict:
@@ -52,25 +52,25 @@ def attributes(t: Target) -> dict:
 
 
 def _device_getattr(self, name):
-    if _active is not None:
-        found = attributes(_active)
+    if _standing_in is not None:
+        found = attributes(_standing_in)
         if name in found:
             return found[name]
         if name == "name":
-            return _active.name.encode()
+            return _standing_in.name.encode()
     raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
 
 def _compute_capability(self):
-    return _active.cc if _active is not None else _saved["cc"]
+    return _standing_in.cc if _standing_in is not None else _saved["cc"]
 
 
 def _memory_info(self):
-    if _active is None:
+    if _standing_in is None:
         return _saved["memory_info"](self)
     from numba.cuda.simulator.cudadrv.devices import _MemoryInfo
 
-    return _MemoryInfo(_active.memory_bytes, _active.memory_bytes)
+    return _MemoryInfo(_standing_in.memory_bytes, _standing_in.memory_bytes)
 
 
 def _patch() -> None:
@@ -99,15 +99,15 @@ def _unpatch() -> None:
 
 def install() -> None:
     """Stand in for the target ``GPU_LESSONS_DEVICE`` names (none: the simulator as shipped)."""
-    global _active
+    global _standing_in
     key = requested_target()
-    _active = target(key) if key else None
+    _standing_in = target(key) if key else None
     _patch()
 
 
 def uninstall() -> None:
-    global _active
-    _active = None
+    global _standing_in
+    _standing_in = None
     _unpatch()
 
 
@@ -132,7 +132,7 @@ def use(key: str | None):
     try:
         install()
         forget_device_facts()
-        yield _active
+        yield _standing_in
     finally:
         if before is None:
             os.environ.pop(DEVICE_VARIABLE, None)
