@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 from numba import cuda
 
+from .. import ncu
 from ..bench import input_sets_needed
 from ..device import device_info
 from ..kernels import gemm as g
@@ -263,6 +264,56 @@ def figures(result: LessonResult, roof: dict) -> dict:
         "roofline": charts.roofline(roof["bandwidth_gbps"], roof["peak_gflops"],
                                     points=roofline_points(table), provenance=provenance),
     }
+
+
+# ---------------------------------------------------------------------------- Nsight Compute
+
+NCU_METRICS = (
+    "gpu__time_duration.sum",
+    # bytes at three levels: what the loads and stores ask the L1 for, what the L1 asks the L2 for, and
+    # what crosses DRAM (section 6: the triad's count holds at all three; naive GEMM's does not)
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+    "lts__t_sectors_srcunit_tex_op_read.sum", "lts__t_sectors_srcunit_tex_op_write.sum",
+    "dram__bytes_read.sum", "dram__bytes_write.sum",
+    "l1tex__t_sector_hit_rate.pct", "lts__t_sector_hit_rate.pct",
+)
+NCU_TRIAD = "triad"
+NCU_GEMM = "gemm_naive 4096"
+
+
+def ncu_cases(triad_elements: int = TRIAD_ELEMENTS, gemm_n: int = GEMM_N) -> list[ncu.Case]:
+    """The triad and the naive GEMM at the recording's sizes, one launch each, for the bytes at L1, L2
+    and DRAM. Inputs are copied from the host (ncu profiles no kernel but the cases'); each case
+    checks its result. Smaller sizes run the same cases on the simulator."""
+    rng = np.random.default_rng(0)
+    made: dict = {}
+
+    def triad_launch():
+        made["triad"] = [rng.standard_normal(triad_elements, dtype=np.float32) for _ in range(3)]
+        made["triad_dev"] = [cuda.to_device(v) for v in made["triad"]]
+        k.triad_launch(*made["triad_dev"])
+
+    def triad_right():
+        a, b, c = made["triad"]
+        return np.allclose(made["triad_dev"][2].copy_to_host(), a * b + c, rtol=1e-6, atol=1e-6)
+
+    def gemm_launch():
+        made["gemm"] = [rng.standard_normal((gemm_n, gemm_n), dtype=np.float32) for _ in range(2)]
+        a, b = (cuda.to_device(v) for v in made["gemm"])
+        made["c"] = cuda.to_device(np.full((gemm_n, gemm_n), np.nan, np.float32))
+        g.gemm_naive_launch(a, b, made["c"])
+
+    def gemm_right():
+        a, b = made["gemm"]
+        rows = min(8, gemm_n)
+        reference = a[:rows].astype(np.float64) @ b.astype(np.float64)
+        got = made["c"].copy_to_host()
+        error = np.linalg.norm(got[:rows] - reference) / np.linalg.norm(reference)
+        return not np.isnan(got).any() and error < 1e-5
+
+    return [ncu.Case(NCU_TRIAD, "triad", triad_launch, check=triad_right),
+            ncu.Case(NCU_GEMM, "gemm_naive", gemm_launch, check=gemm_right)]
 
 
 # -------------------------------------------------------------------------------- checks
