@@ -202,7 +202,8 @@ def roofline_points(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(points)
 
 
-BUDGET_KERNELS = [("triad", None), ("fma_intensity", 1), ("fma_intensity", 16), ("fma_intensity", 64),
+BUDGET_KERNELS = [("triad", None), ("fma_intensity", 1), ("fma_intensity", 16), ("fma_intensity", 32),
+                  ("fma_intensity", 64),
                   ("fma_intensity", 128), ("fma_intensity", 1024), ("gemm_naive", None)]
 
 

@@ -2,36 +2,55 @@
 
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from .style import LABEL_BOX, PALETTE, STYLE, finish, new_axes, plain_number, with_alt
+from .style import PALETTE, STYLE, finish, new_axes, plain_number, with_alt
 
 
-def time_budget(budget: pd.DataFrame, provenance: str | None = None, ax=None) -> Figure:
+def time_budget(budget: pd.DataFrame, provenance: str | None = None) -> Figure:
     """Per kernel, two bars: the time its bytes take at the bandwidth ceiling and the time its FLOPs
-    take at the FP32 ceiling; a diamond marks the measured time (the model: the longer bar)."""
-    fig, ax = new_axes(ax)
+    take at the FP32 ceiling; a diamond marks the measured time (the model: the longer bar). A second
+    panel, on a linear scale, shows measured / model, where a log time axis would hide the gaps."""
+    fig = plt.figure(figsize=(STYLE["figsize"][0] * 1.2, STYLE["figsize"][1]), layout="constrained")
+    plt.close(fig)
+    ax, ratio = fig.subplots(1, 2, sharey=True, width_ratios=[3, 1.3])
     y = np.arange(len(budget))[::-1]
     height = 0.36
     ax.barh(y + height / 2, budget["memory_ms"], height, color=PALETTE[0], label="bytes / bandwidth ceiling")
     ax.barh(y - height / 2, budget["compute_ms"], height, color=PALETTE[1], label="FLOPs / FP32 ceiling")
     ax.scatter(budget["measured_ms"], y, marker="D", s=46, color="black", zorder=3, label="measured time")
-    for yi, (_, row) in zip(y, budget.iterrows(), strict=True):
-        right = max(row["measured_ms"], row["memory_ms"], row["compute_ms"])  # beside the longest mark
-        ax.annotate(f"{row['error']:+.0%}", (right, yi), xytext=(8, 0),
-                    textcoords="offset points", va="center", fontsize=STYLE["note_size"], bbox=LABEL_BOX)
     ax.set_xscale("log")
     labels = [f"{k}\n(I = {i:.3g})" for k, i in zip(budget["kernel"], budget["intensity"], strict=True)]
     ax.set_yticks(y, labels)
-    ax.set_xlim(right=ax.get_xlim()[1] * 3)
+    ax.set_xlim(right=ax.get_xlim()[1] * 1.5)
     finish(fig, ax, "The roofline as time: the longer bar sets the time",
-           "Time per launch (ms, log scale)", "Kernel (intensity in FLOP/byte)", provenance,
+           "Time per launch (ms, log scale)", "Kernel (intensity in FLOP/byte)", None,
            legend_loc="upper right")
-    return with_alt(fig, "Horizontal bars per kernel: memory time and compute time at the measured ceilings, "
-                    "and the measured time as a diamond labelled with its difference from the longer bar.")
+    measured_over_model = budget["measured_ms"] / budget["model_ms"]
+    colors = [PALETTE[2] if r < 1 else PALETTE[3] for r in measured_over_model]
+    ratio.barh(y, measured_over_model - 1, left=1, color=colors, height=0.5)
+    ratio.axvline(1.0, color=STYLE["roof_color"], linewidth=1.2)
+    for yi, (_, row) in zip(y, budget.iterrows(), strict=True):
+        value = row["measured_ms"] / row["model_ms"]
+        ax_text = f"{row['error']:+.0%}"
+        ratio.annotate(ax_text, (value, yi), xytext=(5 if value >= 1 else -5, 0), textcoords="offset points",
+                       ha="left" if value >= 1 else "right", va="center", fontsize=STYLE["note_size"])
+    low, high = float(measured_over_model.min()), float(measured_over_model.max())
+    ratio.set_xlim(min(0.9, low - 0.2), max(1.1, high + 0.12))
+    finish(fig, ratio, "Measured / the longer bar", "Ratio (linear scale)", "", provenance)
+    ratio.tick_params(axis="y", left=False)
+    worst = budget.loc[budget["error"].idxmax()]
+    under = budget[budget["error"] < 0]
+    below = "" if under.empty else (f"; {', '.join(under['kernel'])} took less time than its bar "
+                                    f"({', '.join(f'{e:+.0%}' for e in under['error'])})")
+    return with_alt(fig, "Left: horizontal bars per kernel, memory time and compute time at the measured "
+                    "ceilings on a log time axis, and the measured time as a diamond. Right: measured time "
+                    f"over the longer bar on a linear axis, from {low:.2f} to {high:.2f}: the largest gap "
+                    f"is {worst['kernel']} at {worst['error']:+.0%}{below}.")
 
 
 KIND_COLORS = {"model": PALETTE[1], "traced": PALETTE[0], "measured": PALETTE[2]}
