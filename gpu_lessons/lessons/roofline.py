@@ -7,6 +7,8 @@ the notes' triad ``c = a * b + c`` (I = 0.125), a kernel family whose intensity 
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pandas as pd
 from numba import cuda
@@ -252,6 +254,53 @@ def naive_gemm_bytes_per_fma(table: pd.DataFrame, roof: dict, traced_n: int = 32
          "bytes_per_fma": roof["bandwidth_gbps"] * 1e9 * seconds / n**3, "kind": "measured"},
         {"level": "ideal: each input once", "bytes_per_fma": 4 * 3 * n**2 / n**3, "kind": "model"},
     ])
+
+
+L1_SECTORS = ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+              "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum")
+L2_SECTORS = ("lts__t_sectors_srcunit_tex_op_read.sum", "lts__t_sectors_srcunit_tex_op_write.sum")
+DRAM_BYTES = ("dram__bytes_read.sum", "dram__bytes_write.sum")
+
+
+def traffic_levels(result: LessonResult, traced_n: int = 32) -> pd.DataFrame:
+    """Bytes per unit of work (the triad: per element; naive GEMM: per FMA) at each level, for the two
+    kernels Nsight Compute profiled: the notes' count, the simulator's L1 count (sectors the loads and
+    stores ask for), and ncu's bytes asked of the L1 (sectors x 32), asked of the L2 by the L1 (sectors
+    x 32) and moved by DRAM (read + write). Read and write bytes are also given apart."""
+    evidence = result.evidence
+    rows = []
+    for case, kernel, count in ((NCU_TRIAD, "triad", 16.0), (NCU_GEMM, "gemm_naive", 8.0)):
+        value = functools.partial(evidence.ncu_value, case)
+        if kernel == "triad":
+            units = TRIAD_ELEMENTS
+            traced = _traced_triad_bytes_per_element()
+        else:
+            units = GEMM_N**3
+            traced = _traced_gemm_bytes_per_fma(traced_n)
+        levels = [("the count", count, None, None), ("L1, simulator", traced, None, None)]
+        for level, (read, write), scale in (("L1, ncu", L1_SECTORS, 32), ("L2, ncu", L2_SECTORS, 32),
+                                            ("DRAM, ncu", DRAM_BYTES, 1)):
+            r, w = scale * value(read) / units, scale * value(write) / units
+            levels.append((level, r + w, r, w))
+        for level, total, read, write in levels:
+            rows.append({"kernel": kernel, "level": level, "bytes": total, "read": read, "write": write,
+                         "per": "element" if kernel == "triad" else "FMA"})
+    return pd.DataFrame(rows)
+
+
+def _traced_triad_bytes_per_element(n: int = 1024) -> float:
+    rng = np.random.default_rng(0)
+    a, b, c = (rng.standard_normal(n, dtype=np.float32) for _ in range(3))
+    counts = trace(k.triad, -(-n // k.THREADS_PER_BLOCK), k.THREADS_PER_BLOCK, a, b, c)
+    return 32 * sum(counts.totals[m] for m in L1_SECTORS) / n
+
+
+def _traced_gemm_bytes_per_fma(n: int) -> float:
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((n, n), dtype=np.float32) for _ in range(2))
+    grid = (-(-n // g.NAIVE_BLOCK[0]), -(-n // g.NAIVE_BLOCK[1]))
+    counts = trace(g.gemm_naive, grid, g.NAIVE_BLOCK, a, b, np.zeros((n, n), np.float32))
+    return 32 * counts.totals[L1_SECTORS[0]] / n**3  # the loads: the n^2 stores are 1/n of a float per FMA
 
 
 def figures(result: LessonResult, roof: dict) -> dict:
