@@ -666,7 +666,26 @@ def ilp_timeline(loads_in_flight: int, elements: int = 4, latency_ns: float = 34
     timeline = pd.DataFrame(rows)
     done = float(timeline["store_ns"].max())
     waiting = float((timeline["ready_ns"] - timeline["issue_ns"]).sum())
-    timeline.attrs.update(done_ns=done, loads_in_flight=loads_in_flight, average_in_flight=waiting / done)
+    timeline.attrs.update(done_ns=done, loads_in_flight=loads_in_flight, average_in_flight=waiting / done,
+                          label=f"1 warp x {loads_in_flight} load{'s' if loads_in_flight > 1 else ''} "
+                                "at a time",
+                          row="load")
+    return timeline
+
+
+def warps_timeline(warps: int, latency_ns: float = 341.0, issue_ns: float = 2.0) -> pd.DataFrame:
+    """The same model for ``warps`` warps of one load each on one scheduler (a concept picture): the
+    scheduler issues one instruction per ``issue_ns``, so warp w's load issues w x ``issue_ns`` after the
+    first; each store follows its own load's data. Rows as ``ilp_timeline``'s (element = the warp)."""
+    if warps < 1:
+        raise ValueError("warps must be at least 1")
+    issued = [issue_ns * w for w in range(warps)]
+    ready = [t + latency_ns for t in issued]
+    timeline = pd.DataFrame({"element": range(warps), "group": 0, "issue_ns": issued, "ready_ns": ready,
+                             "store_ns": [r + issue_ns for r in ready]})
+    done = float(timeline["store_ns"].max())
+    timeline.attrs.update(done_ns=done, loads_in_flight=warps, average_in_flight=warps * latency_ns / done,
+                          label=f"{warps} warps x 1 load", row="warp")
     return timeline
 
 

@@ -412,7 +412,7 @@ def ilp_timeline(timelines: list[pd.DataFrame], provenance: str | None = None,
     """The lesson's model of one thread's loads (timelines: lessons.littles_law.ilp_timeline, one per
     number of loads in flight). Top: a bar per load from its issue to its data; a tick per store.
     Bottom: loads in flight over time, and their average (Little's Law's 'in flight')."""
-    title = title or f"One thread, {len(timelines[0])} loads: one at a time, or all in flight"
+    title = title or f"Four loads in flight: from {len(timelines[0])} warps or from one"
     fig = plt.figure(figsize=(STYLE["figsize"][0], STYLE["figsize"][1] * 1.15), layout="constrained")
     plt.close(fig)
     top, low = fig.subplots(2, 1, sharex=True, height_ratios=[2.2, 1])
@@ -427,11 +427,12 @@ def ilp_timeline(timelines: list[pd.DataFrame], provenance: str | None = None,
             top.barh(y, load["ready_ns"] - load["issue_ns"], left=load["issue_ns"], height=0.62, color=color)
             top.plot([load["store_ns"]] * 2, [y - 0.31, y + 0.31], color=STYLE["roof_color"], linewidth=1.6)
             ticks.append(y)
-            names.append(f"load {int(load['element']) + 1}")
+            names.append(f"{timeline.attrs.get('row', 'load')} {int(load['element']) + 1}")
             y += 1
         done = timeline.attrs["done_ns"]
         late = done > 0.6 * end  # a late finish: the label left of it, on the thread's first row (free there)
-        top.annotate(f"{u} in flight at a time: done at {done:,.0f} ns",
+        label = timeline.attrs.get("label", f"{u} in flight at a time")
+        top.annotate(f"{label}: done at {done:,.0f} ns",
                      xy=(done, y - len(timeline) if late else y - 1), xytext=(0 if late else 6, 0),
                      textcoords="offset points", ha="right" if late else "left", va="center",
                      fontsize=STYLE["note_size"], color=color, bbox=LABEL_BOX)
@@ -439,29 +440,30 @@ def ilp_timeline(timelines: list[pd.DataFrame], provenance: str | None = None,
         counts = ((issued[None, :] <= times[:, None]) & (times[:, None] < ready[None, :])).sum(axis=1)
         average = timeline.attrs["average_in_flight"]
         low.step(times, counts, where="post", color=color, linewidth=STYLE["line_width"],
-                 label=f"{u} at a time: {average:.2f} in flight on average")
-        summary.append(f"{u} at a time finishes at {done:,.0f} ns with {average:.2f} loads in flight on "
-                       "average")
+                 label=f"{label}: {average:.2f} in flight on average")
+        summary.append(f"{label} finishes at {done:,.0f} ns with {average:.2f} loads in flight on average")
         y += 1  # a gap between the two threads
     top.set_yticks(ticks, names)
     top.invert_yaxis()
     top.set_xlim(0, end * 1.04)
     top.legend(handles=[Patch(color=PALETTE[i % len(PALETTE)],
-                              label=f"a load, {t.attrs['loads_in_flight']} at a time: issued, waiting "
-                                    "for its data")
+                              label=t.attrs.get("label", f"{t.attrs['loads_in_flight']} at a time"))
                         for i, t in enumerate(timelines)]
-               + [Line2D([], [], color=STYLE["roof_color"], linewidth=1.6, label="its store")],
-               fontsize=STYLE["legend_size"], frameon=False, loc="lower right", bbox_to_anchor=(1.0, 0.13))
+               + [Line2D([], [], color=STYLE["roof_color"], linewidth=1.6, label="a bar: a load waiting for "
+                         "its data; a tick: its store")],
+               fontsize=STYLE["legend_size"] - 0.5, frameon=False, loc="lower left", bbox_to_anchor=(0.0, 1.0),
+               ncols=2)
     latency = float((timelines[0]["ready_ns"] - timelines[0]["issue_ns"]).iloc[0])
-    finish(fig, top, title, "", "", None)
+    finish(fig, top, "", "", "", None)
+    fig.suptitle(title, x=0.01, ha="left", fontsize=STYLE["title_size"])
     most = max(t.attrs["loads_in_flight"] for t in timelines)
     low.set_ylim(0, most + 1.2)
     low.yaxis.set_major_locator(FixedLocator(range(0, most + 1)))
     low.legend(fontsize=STYLE["legend_size"], frameon=False, loc="upper right")
     finish(fig, low, "", f"Time (ns); each load's latency {latency:,.0f} ns", "Loads in\nflight", provenance)
-    return with_alt(fig, f"Timeline of one thread's {len(timelines[0])} loads, each taking {latency:,.0f} "
-                    "ns, as bars from issue to data with a tick at each store, and below the loads in flight "
-                    "over time: " + "; ".join(summary) + ".")
+    return with_alt(fig, f"Timelines of {len(timelines)} ways to make {len(timelines[0])} loads, each taking "
+                    f"{latency:,.0f} ns, as bars from issue to data with a tick at each store, and below the "
+                    "loads in flight over time: " + "; ".join(summary) + ".")
 
 
 def implied_latency(points: pd.DataFrame, provenance: str | None = None, ax: Axes | None = None,
