@@ -451,8 +451,8 @@ def ilp_timeline(timelines: list[pd.DataFrame], provenance: str | None = None,
                         for i, t in enumerate(timelines)]
                + [Line2D([], [], color=STYLE["roof_color"], linewidth=1.6, label="a bar: a load waiting for "
                          "its data; a tick: its store")],
-               fontsize=STYLE["legend_size"] - 0.5, frameon=False, loc="lower left", bbox_to_anchor=(0.0, 1.0),
-               ncols=2)
+               fontsize=STYLE["legend_size"] - 0.5, frameon=False, loc="lower left",
+               bbox_to_anchor=(0.0, 1.0), ncols=2)
     latency = float((timelines[0]["ready_ns"] - timelines[0]["issue_ns"]).iloc[0])
     finish(fig, top, "", "", "", None)
     fig.suptitle(title, x=0.01, ha="left", fontsize=STYLE["title_size"])
@@ -467,7 +467,8 @@ def ilp_timeline(timelines: list[pd.DataFrame], provenance: str | None = None,
 
 
 def implied_latency(points: pd.DataFrame, provenance: str | None = None, ax: Axes | None = None,
-                    title: str = "The latency a copy sees grows with its load") -> Figure:
+                    title: str = "The latency a copy sees grows with its load",
+                    highlight: tuple[str, float] | None = None) -> Figure:
     """Each copy of the sweep (points: lessons.littles_law.implied_latencies): the latency at which
     Little's Law gives its measured bandwidth, against that bandwidth; copies past the knee hollow and
     grey (their 'latency' counts waiting in the SM); lines at the pointer chase's and the light-load
@@ -479,11 +480,36 @@ def implied_latency(points: pd.DataFrame, provenance: str | None = None, ax: Axe
                edgecolors="white", linewidths=0.5, label="below the knee")
     ax.scatter(past["gbps"], past["implied_latency_ns"], facecolors="none", edgecolors="#8c8c8c", s=30,
                zorder=3, label="past the knee: more bytes than the ceiling needs")
-    for value, text, style in ((attrs["latency_ns"], "one load alone (pointer chase)", "-"),
-                               (attrs["light_load_latency_ns"], "the lightest copies", "--")):
+    for value, text, style in ((attrs["latency_ns"], "one load alone, idle memory (pointer chase)", "-"),
+                               (attrs["light_load_latency_ns"], "the lightest copies (their median)", "--")):
         ax.axhline(value, color=STYLE["roof_color"], linestyle=style, linewidth=1.1, zorder=1)
         ax.annotate(f"{text}: {value:,.0f} ns", xy=(0.3, value), xycoords=("axes fraction", "data"),
                     xytext=(0, -3), textcoords="offset points", va="top", fontsize=STYLE["note_size"])
+    implied = before["implied_latency_ns"]
+    lowest, highest = before.loc[implied.idxmin()], before.loc[implied.idxmax()]
+    ax.annotate("", xy=(lowest["gbps"] * 0.55, highest["implied_latency_ns"]),
+                xytext=(lowest["gbps"] * 0.55, lowest["implied_latency_ns"]),
+                arrowprops={"arrowstyle": "<->", "color": PALETTE[0], "linewidth": 1.2})
+    ax.annotate(f"below the knee:\n{implied.min():,.0f} to {implied.max():,.0f} ns,\nrising with the load",
+                xy=(lowest["gbps"] * 0.55, implied.max()), xytext=(-4, 6), textcoords="offset points",
+                va="bottom", fontsize=STYLE["note_size"] - 0.5, color=PALETTE[0])
+    named = ""
+    if highlight is not None:
+        variant, warps = highlight
+        hit = before[(before["variant"] == variant) & (before["warps_per_sm"] == warps)]
+        if len(hit):
+            row = hit.iloc[0]
+            named = (f"; ringed, {variant} at {warps:g} warps/SM, "
+                     f"{human_bytes(row['bytes_in_flight_per_sm'])} in flight per SM, implies "
+                     f"{row['implied_latency_ns']:,.0f} ns")
+            ax.scatter([row["gbps"]], [row["implied_latency_ns"]], s=110, facecolors="none",
+                       edgecolors=PALETTE[1], linewidths=1.8, zorder=4)
+            ax.annotate(f"{row['implied_latency_ns']:,.0f} ns: {variant}, {warps:g} warps/SM\n"
+                        f"({human_bytes(row['bytes_in_flight_per_sm'])} in flight per SM)",
+                        xy=(row["gbps"], row["implied_latency_ns"]), xytext=(0, 28),
+                        textcoords="offset points",
+                        ha="center", fontsize=STYLE["note_size"] - 0.5, color=PALETTE[1], bbox=LABEL_BOX,
+                        arrowprops={"arrowstyle": "->", "color": PALETTE[1], "linewidth": 0.9})
     ax.axvline(attrs["ceiling_gbps"], color=STYLE["ceiling_color"], linestyle="-.", linewidth=1.1, zorder=1)
     ax.annotate(f"ceiling {attrs['ceiling_gbps']:,.0f} GB/s", xy=(attrs["ceiling_gbps"], 1.0),
                 xycoords=("data", "axes fraction"), xytext=(-4, -4), textcoords="offset points", ha="right",
@@ -504,7 +530,8 @@ def implied_latency(points: pd.DataFrame, provenance: str | None = None, ax: Axe
                     f"against measured bandwidth; {len(past)} copies past the knee pile up near the "
                     f"{attrs['ceiling_gbps']:,.0f} GB/s ceiling with implied latencies up to "
                     f"{past['implied_latency_ns'].max():,.0f} ns; lines at {attrs['latency_ns']:,.0f} and "
-                    f"{attrs['light_load_latency_ns']:,.0f} ns.")
+                    f"{attrs['light_load_latency_ns']:,.0f} ns (one load alone; the lightest copies' median)"
+                    f"{named}.")
 
 
 def occupancy_rule(frame: pd.DataFrame, rule: float = 0.5, describe=None, provenance: str | None = None,
