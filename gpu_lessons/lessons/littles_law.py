@@ -673,6 +673,54 @@ def ilp_timeline(loads_in_flight: int, elements: int = 4, latency_ns: float = 34
     return timeline
 
 
+def sweep_report(result: LessonResult) -> str:
+    """Section 3's numbers, one line each: three copies against the ceiling, the levers at 1 and 8 KiB per
+    SM, the light copies' latency, the simplest copy at 64 warps at that latency, and the fit below the knee
+    (the readers are ``sweep_points`` and ``bytes_needed_per_sm``; the deep dive tabulates every copy)."""
+    sweep = sweep_points(result)
+    ceiling, sms = copy_ceiling(result), int(result.meta["sms"])
+    dram_ns = latency(result, "DRAM")
+
+    def copy_at(variant, warps):
+        return sweep[(sweep["variant"] == variant) & (sweep["warps_per_sm"] == warps)].iloc[0]
+
+    lines = []
+    for variant, warps in (("copy w4 u1", 64), ("copy w16 u1", 16), ("copy w16 u4", 16)):
+        row = copy_at(variant, warps)
+        kib = row["bytes_in_flight_per_sm"] / 1024
+        lines.append(f"{variant:11s} at {warps:2d} warps/SM: {kib:4.0f} KiB per SM, "
+                     f"{row['gbps']:5,.0f} GB/s = {row['gbps'] / ceiling:.3f} of the ceiling")
+    at1k = sweep[sweep["bytes_in_flight_per_sm"] == 1024]
+    spread = at1k["gbps"].max() / at1k["gbps"].min()
+    lines.append(f"at 1 KiB per SM, {len(at1k)} copies: the fastest is {spread:.3f}x the slowest")
+    at8k = sweep[sweep["bytes_in_flight_per_sm"] == 8192].sort_values("gbps")
+    slow, fast = at8k.iloc[0], at8k.iloc[-1]
+    lines.append(f"at 8 KiB per SM: {fast['variant']} at {fast['warps_per_sm']:.0f} warps "
+                 f"{fast['gbps']:,.0f} GB/s, "
+                 f"{slow['variant']} at {slow['warps_per_sm']:.0f} warps {slow['gbps']:,.0f} GB/s: "
+                 f"{fast['gbps'] / slow['gbps']:.2f}x")
+    light = sweep[sweep["predicted_gbps"] < ceiling / 4]
+    light_ns, fit = sweep.attrs["light_load_latency_ns"], sweep.attrs["below_knee_fit"]
+    lines.append(f"far below the knee ({len(light)} copies): measured / predicted "
+                 f"{(light['gbps'] / light['predicted_gbps']).median():.2f} (median); they imply "
+                 f"{light_ns:.0f} ns, "
+                 f"{light_ns / dram_ns:.2f}x the chase, where the ceiling needs "
+                 f"{sweep.attrs['knee_bytes_per_sm'] / 1024:.1f} KiB per SM")
+    below = sweep[sweep["bytes_in_flight_per_sm"] <= sweep.attrs["knee_bytes_per_sm"]]
+    at_light = np.minimum(ceiling, 2 * below["bytes_in_flight_per_sm"] * sms / light_ns)
+    simple = copy_at("copy w4 u1", 64)
+    simple_at_light = 2 * simple["bytes_in_flight_per_sm"] * sms / light_ns
+    lines.append(f"copy w4 u1 at 64 warps/SM at {light_ns:.0f} ns: {simple_at_light:,.0f} GB/s predicted "
+                 f"({simple_at_light / ceiling:.3f} of the ceiling), {simple['gbps']:,.0f} measured "
+                 f"({simple['gbps'] / ceiling:.3f})")
+    ratio = below["gbps"] / below["predicted_gbps"]
+    error = below["gbps"] / at_light - 1
+    lines.append(f"below the knee ({fit['copies']} copies): fitted slope {fit['slope']:.2f}; measured / "
+                 f"predicted at the chase's latency {ratio.min():.2f} to {ratio.max():.2f}; at "
+                 f"{light_ns:.0f} ns, error {error.min():+.0%} to {error.max():+.0%}")
+    return "\n".join(lines)
+
+
 def warps_timeline(warps: int, latency_ns: float = 341.0, issue_ns: float = 2.0) -> pd.DataFrame:
     """The same model for ``warps`` warps of one load each on one scheduler (a concept picture): the
     scheduler issues one instruction per ``issue_ns``, so warp w's load issues w x ``issue_ns`` after the
