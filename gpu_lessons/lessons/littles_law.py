@@ -710,9 +710,11 @@ def sweep_report(result: LessonResult) -> str:
     at_light = np.minimum(ceiling, 2 * below["bytes_in_flight_per_sm"] * sms / light_ns)
     simple = copy_at("copy w4 u1", 64)
     simple_at_light = 2 * simple["bytes_in_flight_per_sm"] * sms / light_ns
+    implied_ns = simple["implied_latency_ns"]
     lines.append(f"copy w4 u1 at 64 warps/SM at {light_ns:.0f} ns: {simple_at_light:,.0f} GB/s predicted "
                  f"({simple_at_light / ceiling:.3f} of the ceiling), {simple['gbps']:,.0f} measured "
-                 f"({simple['gbps'] / ceiling:.3f})")
+                 f"({simple['gbps'] / ceiling:.3f}); it implies {implied_ns:.0f} ns, where the ceiling needs "
+                 f"{bytes_needed_per_sm(ceiling, implied_ns, sms) / 1024:.1f} KiB per SM")
     ratio = below["gbps"] / below["predicted_gbps"]
     error = below["gbps"] / at_light - 1
     lines.append(f"below the knee ({fit['copies']} copies): fitted slope {fit['slope']:.2f}; measured / "
