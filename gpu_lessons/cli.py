@@ -203,8 +203,12 @@ def cmd_record(args) -> int:
     from .lessons import runner
 
     modules = _pick(args.lessons, include_ceilings=True)
+    if args.merge and not args.section:
+        raise CommandError("--merge adds the sections named with --section to a recording: name them")
     _require_gpu("record")
     _writable_data(args.data)
+    if args.ncu_only:
+        return _record_counters_only(modules, args.data, args.partial)
     for module in modules:
         if not _run_checks(module):
             raise CommandError(f"{module.NAME}: correctness checks failed; nothing recorded")
@@ -215,10 +219,13 @@ def cmd_record(args) -> int:
             failed = ", ".join(f.section for f in result.failures)
             raise CommandError(f"{module.NAME}: section(s) {failed} failed; nothing recorded"
                                + (f" (rows so far in {partial})" if partial else ""))
-        if args.section:
+        if args.section and not args.merge:
             raise CommandError(f"{module.NAME}: --section measured part of the lesson; a recording needs "
-                               "every section (nothing recorded)")
+                               "every section, or --merge to add these sections to the recording "
+                               "(nothing recorded)")
         result = runner.recorded(result)
+        if args.merge:
+            result = _merged_into_recording(result, args.section, args.data)
         if args.ncu and hasattr(module, "ncu_cases"):
             work = Path(args.partial or "gpu-lessons-out") / module.NAME / "ncu"
             cases, sources = ncu.profile(["-m", "gpu_lessons.ncu", "launch", module.NAME],
@@ -229,6 +236,62 @@ def cmd_record(args) -> int:
         for path in results.write_result(result, root=args.data):
             print(f"recorded: {results.shown_path(path)}")
     return 0
+
+
+def _record_counters_only(modules, data: str | None, partial: str | None) -> int:
+    """--ncu-only: profile each lesson's ncu cases and attach the counters to this GPU's recording of
+    it (read from --data if it has one, else from the course's data/); timings, facts and kernels stay
+    as recorded, and only the evidence file is written (its sources name the ncu run)."""
+    from . import device_info, ncu, results
+
+    gpu = device_info().slug
+    for module in modules:
+        if not hasattr(module, "ncu_cases"):
+            raise CommandError(f"{module.NAME}: has no ncu cases to profile (--ncu-only)")
+        earlier = _this_gpus_recording(module.NAME, gpu, data)
+        work = Path(partial or "gpu-lessons-out") / module.NAME / "ncu"
+        cases, sources = ncu.profile(["-m", "gpu_lessons.ncu", "launch", module.NAME],
+                                     list(module.NCU_METRICS), work)
+        kept = {name: entry for name, entry in earlier.evidence.sources.items() if name not in sources}
+        result = earlier.with_evidence(ncu=cases, sources={**kept, **sources})
+        path = results.write_evidence(result, root=data)
+        print(f"recorded: {results.shown_path(path)} (ncu counters added to {earlier.source})")
+    return 0
+
+
+def _this_gpus_recording(lesson: str, gpu: str, data: str | None):
+    """This GPU's recording of a lesson: from --data if it has one, else from the course's data/."""
+    from . import results
+
+    for root in dict.fromkeys([data, None]):
+        try:
+            return results.read_result(lesson, gpu=gpu, root=root)
+        except results.MissingRecordingError:
+            continue
+    raise CommandError(f"{lesson}: no recording on {gpu} to add to; record the whole lesson first "
+                       f"('gpu-lessons record {lesson}')")
+
+
+def _merged_into_recording(result, sections: list[str], data: str | None):
+    """--section S --merge: this run's rows replace the recording's rows of the same variants (or
+    join them), its facts and kernels are added, and the meta keeps the recording's own provenance
+    plus this run's under ``merged_sections`` (so every row can be traced to the run that made it)."""
+    from dataclasses import replace
+
+    import pandas as pd
+
+    earlier = _this_gpus_recording(result.lesson, result.gpu, data)
+    variants = set(result.table["variant"])
+    kept = earlier.table[~earlier.table["variant"].isin(variants)]
+    table = pd.concat([kept, result.table], ignore_index=True)
+    run = {key: result.meta[key] for key in ("date", "command", "git_revision", "driver", "numba_cuda",
+                                             "sm_clock_mhz") if key in result.meta}
+    merged = {**earlier.meta.get("merged_sections", {}),
+              **{name: {**run, "variants": sorted(variants)} for name in sections}}
+    evidence = replace(earlier.evidence, facts={**earlier.evidence.facts, **result.evidence.facts},
+                       kernels={**earlier.evidence.kernels, **result.evidence.kernels})
+    return replace(earlier, table=table, meta={**earlier.meta, "merged_sections": merged},
+                   evidence=evidence)
 
 
 def _with_earlier_counters(result, root):
@@ -335,8 +398,14 @@ def build_parser() -> argparse.ArgumentParser:
     record.add_argument("--data", default=None, help=data_help)
     record.add_argument("--ncu", action="store_true",
                         help="also profile the lesson's cases with Nsight Compute (ncu on the PATH)")
+    record.add_argument("--ncu-only", action="store_true",
+                        help="profile with Nsight Compute and add the counters to this GPU's existing "
+                             "recording (writes only <lesson>.evidence.json; no timing is re-measured)")
     record.add_argument("--section", action="append", metavar="NAME",
-                        help="measure only this section (repeatable; for trying, records nothing)")
+                        help="measure only this section (repeatable; records nothing without --merge)")
+    record.add_argument("--merge", action="store_true",
+                        help="add the --section rows to this GPU's recording (replacing rows of the same "
+                             "variants; the meta keeps each merged section's provenance)")
     record.add_argument("--partial", default=None, metavar="DIR",
                         help="save the rows so far after each section under DIR/<lesson>/")
     record.add_argument("--no-progress", action="store_true", help="no progress bars")

@@ -24,7 +24,7 @@ class Maker:
 
 
 def _lesson_maker(module) -> Maker:
-    ncu = " [--ncu]" if hasattr(module, "ncu_cases") else ""
+    ncu = " [--ncu or --ncu-only]" if hasattr(module, "ncu_cases") else ""
     name = module.NAME
     files = (f"{name}.csv", f"{name}.meta.json", f"{name}.evidence.json")
     what = "the measured roof every lesson is drawn against" if name == "ceilings" else module.TITLE

@@ -240,3 +240,93 @@ def test_run_without_its_recording_fails_before_the_checks(tmp_path, monkeypatch
     captured = capsys.readouterr()
     assert captured.out == ""  # at once, not after the minutes of checking
     assert captured.err.count("\n") == 1 and "the data folder does not exist" in captured.err
+
+
+def test_ncu_only_adds_counters_to_the_recording_and_leaves_its_timings(tmp_path, monkeypatch, capsys):
+    """`record LESSON --ncu-only`: the profile's counters replace the evidence's ncu block; the CSV and
+    meta are not rewritten, and the earlier sources other than the ncu run are kept."""
+    from gpu_lessons import cli, ncu
+    from gpu_lessons import device as device_module
+
+    gpu = "nvidia-h200"
+    shutil.copytree(DATA / gpu, tmp_path / gpu, ignore=shutil.ignore_patterns("checks", "probes"))
+    csv_before = (tmp_path / gpu / "reduce.csv").read_bytes()
+    fresh = {"case one": {"kernel": "k", "source": "ncu", "metrics": {"m": 7}, "grid": [1, 1, 1],
+                          "block": [32, 1, 1]}}
+    calls = []
+
+    def fake_profile(launcher, metrics, workdir, source="ncu", ncu="ncu"):
+        calls.append(launcher)
+        return fresh, {"ncu": {"tool": "fake", "date": "2026-12-05T00:00:00+00:00"}}
+
+    class FakeInfo:
+        slug = gpu
+
+    monkeypatch.setattr(cli, "_require_gpu", lambda command: None)
+    monkeypatch.setattr(ncu, "profile", fake_profile)
+    monkeypatch.setattr(gpu_lessons, "device_info", lambda: FakeInfo(), raising=False)
+    monkeypatch.setattr(device_module, "device_info", lambda: FakeInfo())
+    assert main(["record", "reduce", "--ncu-only", "--data", str(tmp_path),
+                 "--partial", str(tmp_path / "work")]) == 0
+    assert "ncu counters added" in capsys.readouterr().out
+    evidence = json.loads((tmp_path / gpu / "reduce.evidence.json").read_text())
+    assert evidence["ncu"] == fresh and evidence["sources"]["ncu"]["tool"] == "fake"
+    assert evidence["kernels"]  # the recording's own evidence stays
+    assert (tmp_path / gpu / "reduce.csv").read_bytes() == csv_before
+    assert calls == [["-m", "gpu_lessons.ncu", "launch", "reduce"]]
+
+
+def test_ncu_only_needs_a_recording_of_this_gpu(tmp_path, monkeypatch, capsys):
+    from gpu_lessons import cli
+    from gpu_lessons import device as device_module
+
+    class FakeInfo:
+        slug = "nvidia-tesla-t4"
+
+    monkeypatch.setattr(cli, "_require_gpu", lambda command: None)
+    monkeypatch.setattr(gpu_lessons, "device_info", lambda: FakeInfo(), raising=False)
+    monkeypatch.setattr(device_module, "device_info", lambda: FakeInfo())
+    assert main(["record", "reduce", "--ncu-only", "--data", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "no recording on nvidia-tesla-t4" in err
+
+
+def test_merge_adds_a_sections_rows_to_the_recording_with_their_provenance(tmp_path, monkeypatch, capsys):
+    """`record LESSON --section S --merge`: the section's rows join the recording (rows of the same
+    variant are replaced), the other rows stay byte for byte, and the meta names the merged run."""
+    import pandas as pd
+
+    from gpu_lessons import cli, results
+    from gpu_lessons.lessons import runner
+
+    gpu = "nvidia-h200"
+    shutil.copytree(DATA / gpu, tmp_path / gpu, ignore=shutil.ignore_patterns("checks", "probes"))
+    before = results.read_result("reduce", gpu=gpu, root=tmp_path)
+    replaced = before.table["variant"].iloc[0]
+    first = before.table[before.table["variant"] == replaced].head(1)
+    rows = pd.concat([first.assign(median_ms=1.0, min_ms=1.0, max_ms=1.0),
+                      first.assign(variant="two_paths", median_ms=2.0, min_ms=2.0, max_ms=2.0)])
+    fresh = results.make_table(rows.drop(columns=["gbps", "gflops"]).to_dict("records"))
+    meta = {**before.meta, "date": "2026-12-05T09:00:00+00:00", "git_revision": "abc1234",
+            "command": "gpu-lessons record reduce --section s --merge"}
+    live = results.LessonResult(lesson="reduce", table=fresh, meta=meta,
+                                evidence=results.Evidence(facts={"new fact": 1}), live=True)
+    monkeypatch.setattr(cli, "_require_gpu", lambda command: None)
+    monkeypatch.setattr(cli, "_run_checks", lambda module: True)
+    monkeypatch.setattr(runner, "measure", lambda module, **kwargs: live)
+    assert main(["record", "reduce", "--section", "s", "--merge", "--data", str(tmp_path)]) == 0
+    after = results.read_result("reduce", gpu=gpu, root=tmp_path)
+    others = before.table[before.table["variant"] != replaced]
+    assert len(after.table) == len(others) + 2
+    assert set(after.table["variant"]) == set(before.table["variant"]) | {"two_paths"}
+    assert (after.rows("two_paths")["median_ms"] == 2.0).all()
+    assert (after.rows(replaced)["median_ms"] == 1.0).all() and len(after.rows(replaced)) == 1
+    assert after.meta["date"] == before.meta["date"]  # the recording's own provenance stays
+    assert after.meta["merged_sections"]["s"]["git_revision"] == "abc1234"
+    assert after.meta["merged_sections"]["s"]["variants"] == sorted({replaced, "two_paths"})
+    assert after.facts["new fact"] == 1 and after.evidence.ncu == before.evidence.ncu
+
+
+def test_merge_needs_a_section(capsys):
+    assert main(["record", "reduce", "--merge"]) == 2
+    assert "name them" in capsys.readouterr().err

@@ -24,6 +24,7 @@ from .store import (
     recording_paths,
     shown_path,
     to_json,
+    write_evidence,
     write_result,
 )
 from .table import COLUMNS, OURS, MissingRecordingError, RecordingError, make_table
@@ -33,5 +34,5 @@ __all__ = [
     "REQUIRED_META_KEYS", "RUN", "Evidence", "LessonResult", "MissingRecordingError", "RecordingError",
     "ProbeData", "SectionFailure", "data_root", "list_recordings", "make_table", "provenance", "read_probe",
     "read_result",
-    "recorded_gpus", "recording_paths", "shown_path", "to_json", "write_result",
+    "recorded_gpus", "recording_paths", "shown_path", "to_json", "write_evidence", "write_result",
 ]

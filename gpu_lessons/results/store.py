@@ -320,6 +320,19 @@ def write_result(result: LessonResult, root: str | os.PathLike | None = None) ->
     return [csv_path, *texts]
 
 
+def write_evidence(result: LessonResult, root: str | os.PathLike | None = None) -> Path:
+    """Write only the evidence file of a recording whose table and meta are already on disk (an ncu
+    run added to a recording: ``gpu-lessons record LESSON --ncu-only``); returns the path written."""
+    lesson = result.lesson
+    csv_path, meta_path, evidence_path = recording_paths(data_root(root), result.gpu, lesson)
+    evidence = replace(result.evidence, origin=f"{shown_path(evidence_path)}: not written")
+    check_evidence(evidence, lesson)
+    text = _dumped(evidence.as_json(lesson), evidence_path)
+    evidence_path.parent.mkdir(parents=True, exist_ok=True)
+    evidence_path.write_text(text, encoding="utf-8")
+    return evidence_path
+
+
 def _dumped(value, path: Path) -> str:
     try:
         return to_json(value)
