@@ -1072,10 +1072,12 @@ def figures(result: LessonResult, roof: dict) -> dict:
     dram = latency(result, "DRAM")
     figs = {
         "ilp_timeline": plots.ilp_timeline(
-            [ilp_timeline(1, latency_ns=dram), ilp_timeline(4, latency_ns=dram)],
+            [ilp_timeline(1, latency_ns=dram), warps_timeline(4, latency_ns=dram),
+             ilp_timeline(4, latency_ns=dram)],
             provenance=f"the lesson's model, at the DRAM latency of {provenance}"),
         "littles_law_memory": plots.littles_law_memory(sweep_points(result), provenance=provenance),
-        "implied_latency": plots.implied_latency(implied_latencies(result), provenance=provenance),
+        "implied_latency": plots.implied_latency(implied_latencies(result), provenance=provenance,
+                                                 highlight=("copy w4 u1", 64)),
         "littles_law_fma": plots.littles_law_fma(fma_points(result), provenance=provenance),
     }
     if result.evidence.kernels and "sm_limits" in result.facts:
