@@ -177,7 +177,7 @@ def _draw_datasheet(ax: Axes, intensity: np.ndarray, datasheet: dict) -> None:
     """Datasheet figures as dashed lines only: they are what the vendor promises, not measured."""
     bandwidth, peak = datasheet.get("bandwidth_gbps"), datasheet.get("peak_gflops")
     style = {"color": STYLE["datasheet_color"], "linestyle": "--", "linewidth": 1.2, "zorder": 1,
-             "label": _roof_label("datasheet", bandwidth, peak)}
+             "label": _roof_label(datasheet.get("label", "datasheet"), bandwidth, peak)}
     if bandwidth:
         ax.plot(intensity, np.minimum(peak or math.inf, bandwidth * intensity), **style)
     elif peak:
