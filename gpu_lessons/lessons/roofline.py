@@ -288,6 +288,13 @@ def traffic_levels(result: LessonResult, traced_n: int = 32) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def ncu_provenance(result: LessonResult) -> str:
+    """The caption line for the counters: 'Nsight Compute on <GPU>, recorded <date>' (details: deep dive)."""
+    source = result.evidence.source(result.evidence.ncu_case(NCU_TRIAD)["source"], result.meta)
+    gpu, date = source.get("gpu") or result.meta["gpu"], str(source.get("date", "?"))[:10]
+    return f"Nsight Compute on {gpu}, recorded {date}"
+
+
 def _traced_triad_bytes_per_element(n: int = 1024) -> float:
     rng = np.random.default_rng(0)
     a, b, c = (rng.standard_normal(n, dtype=np.float32) for _ in range(3))
