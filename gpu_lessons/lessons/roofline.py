@@ -20,6 +20,7 @@ from ..kernels import gemm as g
 from ..kernels import roofline as k
 from ..kernels.util import poison
 from ..plots import charts
+from ..plots import roofline as roofline_plots
 from ..results import LessonResult
 from ..scoreboard import Comparison
 from ..sim.trace import trace
@@ -314,13 +315,17 @@ def figures(result: LessonResult, roof: dict) -> dict:
     """Bandwidth against size beside the measured ceiling, and the roofline with the lesson's kernels."""
     table, provenance = result.table, result.provenance
     copies = table[table["variant"].str.contains("copy")]
-    return {
+    figs = {
         "bandwidth_vs_size": charts.bandwidth_vs_size(
             copies, ceiling_gbps=roof["bandwidth_gbps"],
             ceiling_label=f"measured ceiling ({roof['bandwidth_variant']})", provenance=provenance),
         "roofline": charts.roofline(roof["bandwidth_gbps"], roof["peak_gflops"],
                                     points=roofline_points(table), provenance=provenance),
     }
+    if NCU_TRIAD in result.evidence.ncu and NCU_GEMM in result.evidence.ncu:
+        figs["memory_levels"] = roofline_plots.memory_levels(traffic_levels(result),
+                                                             provenance=ncu_provenance(result))
+    return figs
 
 
 # ---------------------------------------------------------------------------- Nsight Compute
