@@ -10,6 +10,7 @@ from test_exercises import exercise_tests
 from gpu_lessons import occupancy
 from gpu_lessons.exercises import littles_law as ex
 from gpu_lessons.lessons import littles_law as lesson
+from gpu_lessons.occupancy import occupancy as occupancy_function
 
 NOTEBOOK = "02_littles_law_ilp.ipynb"
 SOLUTIONS = [
@@ -20,18 +21,56 @@ SOLUTIONS = [
 ]
 
 
-def _littles_law(result, warps, loads, width, latency_ns, writes=2, lanes=32):
-    sweep = lesson.sweep_points(result)
-    read = warps * lanes * loads * width * sweep.attrs["sms"] / latency_ns
-    return min(sweep.attrs["ceiling_gbps"], writes * read)
+def _littles_law(result, warps, loads, width, latency_ns, writes=2, lanes=32, ceiling=None):
+    read = warps * lanes * loads * width * int(result.meta["sms"]) / latency_ns
+    return min(ceiling or lesson.copy_ceiling(result), writes * read)
 
 
 def _light(result):  # the latency the lightest copies imply (section 3)
     return lesson.sweep_points(result).attrs["light_load_latency_ns"]
 
 
+def _under_load(result, warps, loads, width):  # the latency copies at the same load see (section 4)
+    implied = lesson.implied_latencies(result)
+    same = implied[implied["bytes_in_flight_per_sm"] == warps * 32 * loads * width]
+    return same["implied_latency_ns"].median()
+
+
 def _chase_latency(result, warps, loads, width):  # one load alone: the latency the lesson measured first
     return _littles_law(result, warps, loads, width, lesson.latency(result, "DRAM"))
+
+
+def _light_latency(result, warps, loads, width):  # the light copies' 586 ns at any load (the old reference)
+    return _littles_law(result, warps, loads, width, _light(result))
+
+
+def _cycles_as_ns(result, warps, loads, width):  # the chase's 676 cycles read as nanoseconds
+    return _littles_law(result, warps, loads, width, lesson.latency(result, "DRAM", unit="cycles"))
+
+
+def _below_knee(result):  # one latency under load for both copies: what copies at 4 KiB per SM see
+    return _under_load(result, 2, 8, 8)
+
+
+def _datasheet_cap(result, warps, loads, width):  # that latency, capped at the datasheet's 4,814 GB/s
+    return _littles_law(result, warps, loads, width, _below_knee(result), ceiling=4814.3)
+
+
+def _light_datasheet_cap(result, warps, loads, width):  # issue 26's exploit: 586 ns and the datasheet cap
+    return _littles_law(result, warps, loads, width, _light(result), ceiling=4814.3)
+
+
+def _own_row(result, warps, loads, width):  # the copy's own implied latency, read from the recording
+    implied = lesson.implied_latencies(result)
+    own = implied[(implied["warps_per_sm"] == warps) & (implied["width"] == width)
+                  & (implied["unroll"] == loads)]
+    return _littles_law(result, warps, loads, width, own["implied_latency_ns"].iloc[0])
+
+
+def _own_gbps(result, warps, loads, width):  # the copy's measured GB/s, read from the recording
+    points = lesson.memory_points(result)
+    own = points[(points["warps_per_sm"] == warps) & (points["width"] == width) & (points["unroll"] == loads)]
+    return float(own["gbps"].iloc[0])
 
 
 def _latency_under_load(result, warps, loads, width):  # the most a copy below the knee saw (section 4)
@@ -40,25 +79,20 @@ def _latency_under_load(result, warps, loads, width):  # the most a copy below t
     return _littles_law(result, warps, loads, width, most)
 
 
-def _fastest_under_load(result, warps, loads, width):  # the latency the fastest copy below the knee saw
-    implied = lesson.implied_latencies(result)
-    below = implied[~implied["past_knee"]]
-    return _littles_law(result, warps, loads, width, below.loc[below["gbps"].idxmax(), "implied_latency_ns"])
-
-
-def _no_ceiling(result, warps, loads, width):  # the light-load latency, but the ceiling forgotten
-    sweep = lesson.sweep_points(result)
-    return 2 * warps * 32 * loads * width * sweep.attrs["sms"] / sweep.attrs["light_load_latency_ns"]
+def _no_ceiling(result, warps, loads, width):  # that latency, but the ceiling forgotten
+    return 2 * warps * 32 * loads * width * int(result.meta["sms"]) / _below_knee(result)
 
 
 def _no_writes(result, warps, loads, width):  # a copy writes what it reads: x2 forgotten
-    return _littles_law(result, warps, loads, width, _light(result),
-                        writes=1)
+    return _littles_law(result, warps, loads, width, _under_load(result, warps, loads, width), writes=1)
 
 
 def _no_lanes(result, warps, loads, width):  # a warp's load counted once, not 32 lanes
-    return _littles_law(result, warps, loads, width, _light(result),
-                        lanes=1)
+    return _littles_law(result, warps, loads, width, _under_load(result, warps, loads, width), lanes=1)
+
+
+def _named_latency(result, warps, loads, width):  # 783 ns: the latency the lesson names for its 8 KiB copy
+    return _littles_law(result, warps, loads, width, 783.4)
 
 
 @cuda.jit
@@ -86,6 +120,62 @@ def _copy2_neighbours(x, out):  # elements i and i + 1 of the thread's pair: lan
         out[i0] = x[i0]
 
 
+def _calculator(threads, registers, shared):  # the whole answer, one call (issue 26)
+    o = occupancy.occupancy(threads, registers, shared, occupancy.recorded_limits(), opt_in=True)
+    return o.blocks_per_sm, o.limiter
+
+
+def _calculator_imported(threads, registers, shared, calculator=occupancy_function):  # bound before the check
+    o = calculator(threads, registers, shared, occupancy.recorded_limits(), opt_in=True)
+    return o.blocks_per_sm, o.limiter
+
+
+def _by_hand(threads, registers, shared, unit=256, reserved=1024, block_limit=32):
+    warps = -(-threads // 32)
+    per_warp = -(-registers * 32 // unit) * unit
+    by = {"warps": 64 // warps, "threads": 2048 // threads, "blocks": block_limit,
+          "registers": 4 * (16_384 // per_warp) // warps, "shared memory": 233_472 // (shared + reserved)}
+    blocks = min(by.values())
+    return blocks, next(name for name, n in by.items() if n == blocks)
+
+
+def _no_allocation_unit(threads, registers, shared):  # registers counted exactly, no per-warp rounding
+    return _by_hand(threads, registers, shared, unit=1)
+
+
+def _no_reservation(threads, registers, shared):  # shared memory without the 1 KiB per block
+    return _by_hand(threads, registers, shared, reserved=1)
+
+
+def _no_block_limit(threads, registers, shared):  # the 32-blocks-per-SM limit forgotten
+    return _by_hand(threads, registers, shared, block_limit=10**6)
+
+
+@cuda.jit
+def _copy2_off_by_one(x, out):  # i1 <= x.size: reads one past the end when n mod 128 is in [64, 127]
+    step = cuda.blockDim.x
+    i0 = cuda.blockIdx.x * 2 * step + cuda.threadIdx.x
+    i1 = i0 + step
+    if i1 <= x.size:
+        a = x[i0]
+        b = x[i1]
+        out[i0] = a
+        out[i1] = b
+    elif i0 < x.size:
+        out[i0] = x[i0]
+
+
+@cuda.jit
+def _copy2_writes_nan(x, out):  # every output written, the second half of each block's share as NaN
+    step = cuda.blockDim.x
+    i0 = cuda.blockIdx.x * 2 * step + cuda.threadIdx.x
+    i1 = i0 + step
+    if i0 < x.size:
+        out[i0] = x[i0]
+    if i1 < x.size:
+        out[i1] = math.nan
+
+
 def _predicted_column(points, warps, share):  # the model's share read instead of the measured one
     rows = points[(points["warps_per_sm"] == warps) & (points["predicted_fraction"] >= share)]
     return int(rows["chains"].min()) if len(rows) else None
@@ -98,25 +188,28 @@ def _any_residency(points, warps, share):  # the fewest chains that reached the 
 
 WRONG_ANSWERS = [
     (ex.check_predict_bandwidth, _chase_latency),
+    (ex.check_predict_bandwidth, _light_latency),
+    (ex.check_predict_bandwidth, _cycles_as_ns),
+    (ex.check_predict_bandwidth, _datasheet_cap),
+    (ex.check_predict_bandwidth, _light_datasheet_cap),
+    (ex.check_predict_bandwidth, _own_row),
+    (ex.check_predict_bandwidth, _own_gbps),
     (ex.check_predict_bandwidth, _latency_under_load),
-    (ex.check_predict_bandwidth, _fastest_under_load),
     (ex.check_predict_bandwidth, _no_ceiling),
     (ex.check_predict_bandwidth, _no_writes),
     (ex.check_predict_bandwidth, _no_lanes),
     (ex.check_predict_bandwidth, lambda result, warps, loads, width: 923.0),  # one number for every shape
     # the ceiling for every shape
     (ex.check_predict_bandwidth, lambda result, warps, loads, width: lesson.copy_ceiling(result)),
-    # 65,536 registers / (registers x threads), no allocation unit; 228 KiB / 45 KiB, no reservation
-    (ex.check_occupancy_by_hand, lambda: {"128 threads, 33 registers": (15, "registers"),
-                                          "256 threads, 32 registers, 45 KiB shared": (5, "shared memory")}),
-    # the thread limit only (2048 / threads), for both
-    (ex.check_occupancy_by_hand, lambda: {"128 threads, 33 registers": (16, "threads"),
-                                          "256 threads, 32 registers, 45 KiB shared": (8, "threads")}),
-    # right block counts, but shared memory named for the register-limited kernel
-    (ex.check_occupancy_by_hand, lambda: {"128 threads, 33 registers": (12, "shared memory"),
-                                          "256 threads, 32 registers, 45 KiB shared": (4, "shared memory")}),
+    (ex.check_occupancy_by_hand, _calculator),
+    (ex.check_occupancy_by_hand, _calculator_imported),
+    (ex.check_occupancy_by_hand, _no_allocation_unit),
+    (ex.check_occupancy_by_hand, _no_reservation),
+    (ex.check_occupancy_by_hand, _no_block_limit),
+    (ex.check_occupancy_by_hand, lambda threads, registers, shared: (2048 // threads, "threads")),
     (ex.check_copy2_kernel, _copy2_store_between),
     (ex.check_copy2_kernel, _copy2_neighbours),
+    (ex.check_copy2_kernel, _copy2_off_by_one),
     # the model: one warp per scheduler assumed; the 4 schedulers forgotten
     (ex.check_chains_for_peak, (lambda latency, warps: math.ceil(latency), ex.solution_chains_measured)),
     (ex.check_chains_for_peak, (lambda latency, warps: math.ceil(latency / warps),
@@ -160,3 +253,29 @@ def test_exercise_2_holds_the_h200s_limits_on_any_gpu(monkeypatch):
     monkeypatch.setattr(occupancy, "sm_limits", lambda: smaller)
     result = ex.check_occupancy_by_hand(ex.solution_occupancy_by_hand)
     assert result.passed, result
+
+
+def test_exercise_2_switches_the_calculator_back_on():
+    ex.check_occupancy_by_hand(_calculator)
+    assert occupancy.occupancy(128, 33, 0, occupancy.recorded_limits()).blocks_per_sm == 12
+
+
+def test_exercise_3_says_written_as_nan_not_never_written():
+    result = ex.check_copy2_kernel(_copy2_writes_nan)
+    assert not result.passed
+    assert "never written" not in result.message, result.message
+
+
+def test_exercise_1_messages_print_no_measurement():
+    """Values copied from a failure message must not pass: no message names a measured GB/s (issue 26)."""
+    data = ex.read_result(lesson.NAME)
+    measured = [ex.recorded_shape(data, variant, warps)["gbps"] for variant, warps in ex.PREDICT_SHAPES]
+    for answer in (_chase_latency, _light_latency, _cycles_as_ns, _datasheet_cap, _no_writes):
+        message = ex.check_predict_bandwidth(answer).message
+        for gbps in measured:
+            assert f"{gbps:,.0f}" not in message and f"{gbps:.0f}" not in message, message
+
+
+def test_exercise_1_the_lessons_latency_under_load_passes():
+    """The lesson says: plan with the latency under load; 783 ns, the one it names, passes (issue 26)."""
+    assert ex.check_predict_bandwidth(_named_latency).passed

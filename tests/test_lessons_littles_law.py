@@ -126,6 +126,22 @@ def test_ilp_timeline_keeps_loads_in_flight_together():
         lesson.ilp_timeline(0)
 
 
+def test_warps_timeline_puts_as_many_loads_in_flight_as_ilp():
+    warps, ilp = lesson.warps_timeline(4, 100.0, 2.0), lesson.ilp_timeline(4, 4, 100.0, 2.0)
+    assert list(warps["issue_ns"]) == [0.0, 2.0, 4.0, 6.0]  # one scheduler: one issue per slot
+    assert list(warps["store_ns"]) == [102.0, 104.0, 106.0, 108.0]  # each warp stores its own load
+    assert list(lesson.loads_in_flight(warps, [50.0])) == list(lesson.loads_in_flight(ilp, [50.0])) == [4]
+    assert warps.attrs["label"] == "4 warps x 1 load" and ilp.attrs["label"] == "1 warp x 4 loads at a time"
+    with pytest.raises(ValueError):
+        lesson.warps_timeline(0)
+
+
+def test_sweep_report_quotes_the_lesson(recording):
+    report = lesson.sweep_report(recording)
+    assert "2,761 GB/s = 0.644 of the ceiling" in report and "it implies 783 ns" in report
+    assert "they imply 586 ns, 1.72x the chase" in report and "fitted slope 0.81" in report
+
+
 def test_claim_model_recovers_its_terms():
     # ns per chunk = 2 / r + 0.5 x u
     shapes = [(2, 1), (4, 1), (8, 1), (8, 2), (8, 4)]

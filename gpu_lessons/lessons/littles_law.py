@@ -686,7 +686,76 @@ def ilp_timeline(loads_in_flight: int, elements: int = 4, latency_ns: float = 34
     timeline = pd.DataFrame(rows)
     done = float(timeline["store_ns"].max())
     waiting = float((timeline["ready_ns"] - timeline["issue_ns"]).sum())
-    timeline.attrs.update(done_ns=done, loads_in_flight=loads_in_flight, average_in_flight=waiting / done)
+    timeline.attrs.update(done_ns=done, loads_in_flight=loads_in_flight, average_in_flight=waiting / done,
+                          label=f"1 warp x {loads_in_flight} load{'s' if loads_in_flight > 1 else ''} "
+                                "at a time",
+                          row="load")
+    return timeline
+
+
+def sweep_report(result: LessonResult) -> str:
+    """Section 3's numbers, one line each: three copies against the ceiling, the levers at 1 and 8 KiB per
+    SM, the light copies' latency, the simplest copy at 64 warps at that latency, and the fit below the knee
+    (the readers are ``sweep_points`` and ``bytes_needed_per_sm``; the deep dive tabulates every copy)."""
+    sweep = sweep_points(result)
+    ceiling, sms = copy_ceiling(result), int(result.meta["sms"])
+    dram_ns = latency(result, "DRAM")
+
+    def copy_at(variant, warps):
+        return sweep[(sweep["variant"] == variant) & (sweep["warps_per_sm"] == warps)].iloc[0]
+
+    lines = []
+    for variant, warps in (("copy w4 u1", 64), ("copy w16 u1", 16), ("copy w16 u4", 16)):
+        row = copy_at(variant, warps)
+        kib = row["bytes_in_flight_per_sm"] / 1024
+        lines.append(f"{variant:11s} at {warps:2d} warps/SM: {kib:4.0f} KiB per SM, "
+                     f"{row['gbps']:5,.0f} GB/s = {row['gbps'] / ceiling:.3f} of the ceiling")
+    at1k = sweep[sweep["bytes_in_flight_per_sm"] == 1024]
+    spread = at1k["gbps"].max() / at1k["gbps"].min()
+    lines.append(f"at 1 KiB per SM, {len(at1k)} copies: the fastest is {spread:.3f}x the slowest")
+    at8k = sweep[sweep["bytes_in_flight_per_sm"] == 8192].sort_values("gbps")
+    slow, fast = at8k.iloc[0], at8k.iloc[-1]
+    lines.append(f"at 8 KiB per SM: {fast['variant']} at {fast['warps_per_sm']:.0f} warps "
+                 f"{fast['gbps']:,.0f} GB/s, "
+                 f"{slow['variant']} at {slow['warps_per_sm']:.0f} warps {slow['gbps']:,.0f} GB/s: "
+                 f"{fast['gbps'] / slow['gbps']:.2f}x")
+    light = sweep[sweep["predicted_gbps"] < ceiling / 4]
+    light_ns, fit = sweep.attrs["light_load_latency_ns"], sweep.attrs["below_knee_fit"]
+    lines.append(f"far below the knee ({len(light)} copies): measured / predicted "
+                 f"{(light['gbps'] / light['predicted_gbps']).median():.2f} (median); they imply "
+                 f"{light_ns:.0f} ns, "
+                 f"{light_ns / dram_ns:.2f}x the chase, where the ceiling needs "
+                 f"{sweep.attrs['knee_bytes_per_sm'] / 1024:.1f} KiB per SM")
+    below = sweep[sweep["bytes_in_flight_per_sm"] <= sweep.attrs["knee_bytes_per_sm"]]
+    at_light = np.minimum(ceiling, 2 * below["bytes_in_flight_per_sm"] * sms / light_ns)
+    simple = copy_at("copy w4 u1", 64)
+    simple_at_light = 2 * simple["bytes_in_flight_per_sm"] * sms / light_ns
+    implied_ns = simple["implied_latency_ns"]
+    lines.append(f"copy w4 u1 at 64 warps/SM at {light_ns:.0f} ns: {simple_at_light:,.0f} GB/s predicted "
+                 f"({simple_at_light / ceiling:.3f} of the ceiling), {simple['gbps']:,.0f} measured "
+                 f"({simple['gbps'] / ceiling:.3f}); it implies {implied_ns:.0f} ns, where the ceiling needs "
+                 f"{bytes_needed_per_sm(ceiling, implied_ns, sms) / 1024:.1f} KiB per SM")
+    ratio = below["gbps"] / below["predicted_gbps"]
+    error = below["gbps"] / at_light - 1
+    lines.append(f"below the knee ({fit['copies']} copies): fitted slope {fit['slope']:.2f}; measured / "
+                 f"predicted at the chase's latency {ratio.min():.2f} to {ratio.max():.2f}; at "
+                 f"{light_ns:.0f} ns, error {error.min():+.0%} to {error.max():+.0%}")
+    return "\n".join(lines)
+
+
+def warps_timeline(warps: int, latency_ns: float = 341.0, issue_ns: float = 2.0) -> pd.DataFrame:
+    """The same model for ``warps`` warps of one load each on one scheduler (a concept picture): the
+    scheduler issues one instruction per ``issue_ns``, so warp w's load issues w x ``issue_ns`` after the
+    first; each store follows its own load's data. Rows as ``ilp_timeline``'s (element = the warp)."""
+    if warps < 1:
+        raise ValueError("warps must be at least 1")
+    issued = [issue_ns * w for w in range(warps)]
+    ready = [t + latency_ns for t in issued]
+    timeline = pd.DataFrame({"element": range(warps), "group": 0, "issue_ns": issued, "ready_ns": ready,
+                             "store_ns": [r + issue_ns for r in ready]})
+    done = float(timeline["store_ns"].max())
+    timeline.attrs.update(done_ns=done, loads_in_flight=warps, average_in_flight=warps * latency_ns / done,
+                          label=f"{warps} warps x 1 load", row="warp")
     return timeline
 
 
@@ -1023,10 +1092,12 @@ def figures(result: LessonResult, roof: dict) -> dict:
     dram = latency(result, "DRAM")
     figs = {
         "ilp_timeline": plots.ilp_timeline(
-            [ilp_timeline(1, latency_ns=dram), ilp_timeline(4, latency_ns=dram)],
+            [ilp_timeline(1, latency_ns=dram), warps_timeline(4, latency_ns=dram),
+             ilp_timeline(4, latency_ns=dram)],
             provenance=f"the lesson's model, at the DRAM latency of {provenance}"),
         "littles_law_memory": plots.littles_law_memory(sweep_points(result), provenance=provenance),
-        "implied_latency": plots.implied_latency(implied_latencies(result), provenance=provenance),
+        "implied_latency": plots.implied_latency(implied_latencies(result), provenance=provenance,
+                                                 highlight=("copy w4 u1", 64)),
         "littles_law_fma": plots.littles_law_fma(fma_points(result), provenance=provenance),
     }
     if result.evidence.kernels and "sm_limits" in result.facts:

@@ -7,16 +7,20 @@ the notes' triad ``c = a * b + c`` (I = 0.125), a kernel family whose intensity 
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pandas as pd
 from numba import cuda
 
+from .. import ncu
 from ..bench import input_sets_needed
 from ..device import device_info
 from ..kernels import gemm as g
 from ..kernels import roofline as k
 from ..kernels.util import poison
 from ..plots import charts
+from ..plots import roofline as roofline_plots
 from ..results import LessonResult
 from ..scoreboard import Comparison
 from ..sim.trace import trace
@@ -201,7 +205,8 @@ def roofline_points(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(points)
 
 
-BUDGET_KERNELS = [("triad", None), ("fma_intensity", 1), ("fma_intensity", 16), ("fma_intensity", 64),
+BUDGET_KERNELS = [("triad", None), ("fma_intensity", 1), ("fma_intensity", 16), ("fma_intensity", 32),
+                  ("fma_intensity", 64),
                   ("fma_intensity", 128), ("fma_intensity", 1024), ("gemm_naive", None)]
 
 
@@ -252,17 +257,125 @@ def naive_gemm_bytes_per_fma(table: pd.DataFrame, roof: dict, traced_n: int = 32
     ])
 
 
+L1_SECTORS = ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+              "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum")
+L2_SECTORS = ("lts__t_sectors_srcunit_tex_op_read.sum", "lts__t_sectors_srcunit_tex_op_write.sum")
+DRAM_BYTES = ("dram__bytes_read.sum", "dram__bytes_write.sum")
+
+
+def traffic_levels(result: LessonResult, traced_n: int = 32) -> pd.DataFrame:
+    """Bytes per unit of work (the triad: per element; naive GEMM: per FMA) at each level, for the two
+    kernels Nsight Compute profiled: the notes' count, the simulator's L1 count (sectors the loads and
+    stores ask for), and ncu's bytes asked of the L1 (sectors x 32), asked of the L2 by the L1 (sectors
+    x 32) and moved by DRAM (read + write). Read and write bytes are also given apart."""
+    evidence = result.evidence
+    rows = []
+    for case, kernel, count in ((NCU_TRIAD, "triad", 16.0), (NCU_GEMM, "gemm_naive", 8.0)):
+        value = functools.partial(evidence.ncu_value, case)
+        if kernel == "triad":
+            units = TRIAD_ELEMENTS
+            traced = _traced_triad_bytes_per_element()
+        else:
+            units = GEMM_N**3
+            traced = _traced_gemm_bytes_per_fma(traced_n)
+        levels = [("the count", count, None, None), ("L1, simulator", traced, None, None)]
+        for level, (read, write), scale in (("L1, ncu", L1_SECTORS, 32), ("L2, ncu", L2_SECTORS, 32),
+                                            ("DRAM, ncu", DRAM_BYTES, 1)):
+            r, w = scale * value(read) / units, scale * value(write) / units
+            levels.append((level, r + w, r, w))
+        for level, total, read, write in levels:
+            rows.append({"kernel": kernel, "level": level, "bytes": total, "read": read, "write": write,
+                         "per": "element" if kernel == "triad" else "FMA"})
+    return pd.DataFrame(rows)
+
+
+def ncu_provenance(result: LessonResult) -> str:
+    """The caption line for the counters: 'Nsight Compute on <GPU>, recorded <date>' (details: deep dive)."""
+    source = result.evidence.source(result.evidence.ncu_case(NCU_TRIAD)["source"], result.meta)
+    gpu, date = source.get("gpu") or result.meta["gpu"], str(source.get("date", "?"))[:10]
+    return f"Nsight Compute on {gpu}, recorded {date}"
+
+
+def _traced_triad_bytes_per_element(n: int = 1024) -> float:
+    rng = np.random.default_rng(0)
+    a, b, c = (rng.standard_normal(n, dtype=np.float32) for _ in range(3))
+    counts = trace(k.triad, -(-n // k.THREADS_PER_BLOCK), k.THREADS_PER_BLOCK, a, b, c)
+    return 32 * sum(counts.totals[m] for m in L1_SECTORS) / n
+
+
+def _traced_gemm_bytes_per_fma(n: int) -> float:
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((n, n), dtype=np.float32) for _ in range(2))
+    grid = (-(-n // g.NAIVE_BLOCK[0]), -(-n // g.NAIVE_BLOCK[1]))
+    counts = trace(g.gemm_naive, grid, g.NAIVE_BLOCK, a, b, np.zeros((n, n), np.float32))
+    return 32 * counts.totals[L1_SECTORS[0]] / n**3  # the loads: the n^2 stores are 1/n of a float per FMA
+
+
 def figures(result: LessonResult, roof: dict) -> dict:
     """Bandwidth against size beside the measured ceiling, and the roofline with the lesson's kernels."""
     table, provenance = result.table, result.provenance
     copies = table[table["variant"].str.contains("copy")]
-    return {
+    figs = {
         "bandwidth_vs_size": charts.bandwidth_vs_size(
             copies, ceiling_gbps=roof["bandwidth_gbps"],
             ceiling_label=f"measured ceiling ({roof['bandwidth_variant']})", provenance=provenance),
         "roofline": charts.roofline(roof["bandwidth_gbps"], roof["peak_gflops"],
                                     points=roofline_points(table), provenance=provenance),
     }
+    if NCU_TRIAD in result.evidence.ncu and NCU_GEMM in result.evidence.ncu:
+        figs["memory_levels"] = roofline_plots.memory_levels(traffic_levels(result),
+                                                             provenance=ncu_provenance(result))
+    return figs
+
+
+# ---------------------------------------------------------------------------- Nsight Compute
+
+NCU_METRICS = (
+    "gpu__time_duration.sum",
+    # bytes at three levels: what the loads and stores ask the L1 for, what the L1 asks the L2 for, and
+    # what crosses DRAM (section 6: the triad's count holds at all three; naive GEMM's does not)
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+    "lts__t_sectors_srcunit_tex_op_read.sum", "lts__t_sectors_srcunit_tex_op_write.sum",
+    "dram__bytes_read.sum", "dram__bytes_write.sum",
+    "l1tex__t_sector_hit_rate.pct", "lts__t_sector_hit_rate.pct",
+)
+NCU_TRIAD = "triad"
+NCU_GEMM = "gemm_naive 4096"
+
+
+def ncu_cases(triad_elements: int = TRIAD_ELEMENTS, gemm_n: int = GEMM_N) -> list[ncu.Case]:
+    """The triad and the naive GEMM at the recording's sizes, one launch each, for the bytes at L1, L2
+    and DRAM. Inputs are copied from the host (ncu profiles no kernel but the cases'); each case
+    checks its result. Smaller sizes run the same cases on the simulator."""
+    rng = np.random.default_rng(0)
+    made: dict = {}
+
+    def triad_launch():
+        made["triad"] = [rng.standard_normal(triad_elements, dtype=np.float32) for _ in range(3)]
+        made["triad_dev"] = [cuda.to_device(v) for v in made["triad"]]
+        k.triad_launch(*made["triad_dev"])
+
+    def triad_right():
+        a, b, c = made["triad"]
+        return np.allclose(made["triad_dev"][2].copy_to_host(), a * b + c, rtol=1e-6, atol=1e-6)
+
+    def gemm_launch():
+        made["gemm"] = [rng.standard_normal((gemm_n, gemm_n), dtype=np.float32) for _ in range(2)]
+        a, b = (cuda.to_device(v) for v in made["gemm"])
+        made["c"] = cuda.to_device(np.full((gemm_n, gemm_n), np.nan, np.float32))
+        g.gemm_naive_launch(a, b, made["c"])
+
+    def gemm_right():
+        a, b = made["gemm"]
+        rows = min(8, gemm_n)
+        reference = a[:rows].astype(np.float64) @ b.astype(np.float64)
+        got = made["c"].copy_to_host()
+        error = np.linalg.norm(got[:rows] - reference) / np.linalg.norm(reference)
+        return not np.isnan(got).any() and error < 1e-5
+
+    return [ncu.Case(NCU_TRIAD, "triad", triad_launch, check=triad_right),
+            ncu.Case(NCU_GEMM, "gemm_naive", gemm_launch, check=gemm_right)]
 
 
 # -------------------------------------------------------------------------------- checks

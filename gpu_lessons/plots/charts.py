@@ -177,7 +177,7 @@ def _draw_datasheet(ax: Axes, intensity: np.ndarray, datasheet: dict) -> None:
     """Datasheet figures as dashed lines only: they are what the vendor promises, not measured."""
     bandwidth, peak = datasheet.get("bandwidth_gbps"), datasheet.get("peak_gflops")
     style = {"color": STYLE["datasheet_color"], "linestyle": "--", "linewidth": 1.2, "zorder": 1,
-             "label": _roof_label("datasheet", bandwidth, peak)}
+             "label": _roof_label(datasheet.get("label", "datasheet"), bandwidth, peak)}
     if bandwidth:
         ax.plot(intensity, np.minimum(peak or math.inf, bandwidth * intensity), **style)
     elif peak:
@@ -456,9 +456,14 @@ def global_sectors(
     used = share_percent(attrs["useful_bytes"] / moved)
     headline = title or f"{attrs['op']} {attrs['array']}  `{attrs['source']}`"
     lines = f"{len(touched_lines)} line{'s' if len(touched_lines) > 1 else ''}"
-    ax.set_title(f"{headline}\n{attrs['sectors']} sectors per request (ideal {attrs['ideal_sectors']}), "
-                 f"{lines}; {attrs['useful_bytes']} useful of {moved} bytes moved "
-                 f"({used})", fontsize=STYLE["title_size"] - 1, loc="left")
+    sectors = f"{attrs['sectors']} sector{'s' if attrs['sectors'] != 1 else ''}"
+    lanes = int(attrs.get("active_lanes", len(request)))
+    if lanes > 1 and request["address"].nunique() == 1:  # a broadcast: one element serves every lane
+        use = f"all {lanes} lanes read the same {attrs['useful_bytes']} bytes: one sector serves the warp"
+    else:
+        use = f"{attrs['useful_bytes']} useful of {moved} bytes moved ({used})"
+    ax.set_title(f"{headline}\n{sectors} per request (ideal {attrs['ideal_sectors']}), {lines}; {use}",
+                 fontsize=STYLE["title_size"] - 1, loc="left")
     if legend:
         ax.legend(handles=[Patch(color=PALETTE[0], label="bytes a lane uses"),
                            Patch(color=PALETTE[5], label="sector moved"),
@@ -468,6 +473,5 @@ def global_sectors(
     if provenance:
         add_caption(fig, provenance)
     return with_alt(fig, f"One warp's request drawn lane by lane: the bytes each lane uses inside the "
-                    f"32-byte sectors and 128-byte lines it touches; {attrs['sectors']} sectors per request "
-                    f"against an ideal {attrs['ideal_sectors']}, {used} of the "
-                    "moved bytes used.")
+                    f"32-byte sectors and 128-byte lines it touches; {sectors} per request against an ideal "
+                    f"{attrs['ideal_sectors']}; {use}.")

@@ -30,71 +30,86 @@ from .style import (
     with_alt,
 )
 
-WIDTH_MARKERS = {4: "o", 8: "s", 16: "D"}
-
 
 def littles_law_memory(points: pd.DataFrame, provenance: str | None = None,
                        title: str = "Little's Law for memory: bandwidth against bytes in flight") -> Figure:
-    """Top: measured copy GB/s against read bytes in flight per SM (log-log), colour by loads per
-    thread, marker by bytes per access, and the line Little's Law draws from the measured latency and
-    ceiling. Bottom: each point's measured / predicted (the model's error).
+    """One column per bytes per load (4, 8, 16): top, measured copy GB/s against read bytes in flight
+    per SM (log-log), one colour per loads per thread, joined in order of warps, beside the lines Little's
+    Law draws from the chase's and the light copies' latency, capped by the ceiling, and the fit below the
+    knee; bottom, each copy's measured / predicted at the chase's latency.
 
     points: lessons.littles_law.memory_points (attrs latency_ns, ceiling_gbps, sms)."""
-    fig = plt.figure(figsize=(STYLE["figsize"][0], STYLE["figsize"][1] * 1.3), layout="constrained")
+    widths = sorted(points["width"].unique())
+    fig = plt.figure(figsize=(STYLE["figsize"][0] * 1.3, STYLE["figsize"][1] * 1.3), layout="constrained")
     plt.close(fig)
-    ax, low = fig.subplots(2, 1, sharex=True, height_ratios=[3, 1.1])
+    axes = fig.subplots(2, len(widths), sharex=True, sharey="row", height_ratios=[3, 1.1], squeeze=False)
     latency, ceiling, sms = (points.attrs[key] for key in ("latency_ns", "ceiling_gbps", "sms"))
     unrolls = sorted(points["unroll"].unique())
     colors = {u: PALETTE[i % len(PALETTE)] for i, u in enumerate(unrolls)}
-    for (width, unroll), rows in points.groupby(["width", "unroll"]):
-        style = {"color": colors[unroll], "marker": WIDTH_MARKERS.get(width, "o"), "s": 30, "zorder": 3,
-                 "edgecolors": "white", "linewidths": 0.5, "alpha": 0.9}
-        ax.scatter(rows["bytes_in_flight_per_sm"], rows["gbps"], **style)
-        low.scatter(rows["bytes_in_flight_per_sm"], rows["gbps"] / rows["predicted_gbps"], **style)
     inflight = points["bytes_in_flight_per_sm"]
     x = np.geomspace(inflight.min() / 1.5, inflight.max() * 1.5, 300)
     model = np.minimum(ceiling, 2 * x * sms / latency)
-    ax.plot(x, model, color=STYLE["roof_color"], linewidth=STYLE["line_width"], zorder=2,
-            label=f"Little's Law, chase latency {latency:,.0f} ns")
     light = points.attrs.get("light_load_latency_ns")
-    if light and np.isfinite(light):
-        ax.plot(x, np.minimum(ceiling, 2 * x * sms / light), color=STYLE["roof_color"], linestyle="--",
-                linewidth=1.1, zorder=2, label=f"Little's Law, light-load latency {light:,.0f} ns")
     fit = points.attrs.get("below_knee_fit")
-    if fit:
-        span = np.geomspace(fit["from_bytes"], fit["to_bytes"], 50)
-        ax.plot(span, np.exp(fit["intercept"]) * span ** fit["slope"], color=PALETTE[4], linestyle=":",
-                linewidth=2.0, zorder=4,
-                label=f"fit to the {fit['copies']} copies below the knee: slope {fit['slope']:.2f}")
-    draw_ceiling(ax, ceiling, "measured ceiling")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")  # Little's Law is a line of slope 1 here, until the ceiling
-    ax.set_ylim(min(points["gbps"].min(), model.min()) / 1.5, ceiling * 1.6)
-    ax.yaxis.set_major_formatter(FuncFormatter(plain_number))
-    ax.yaxis.set_minor_formatter(NullFormatter())
-    handles = [Line2D([], [], color=colors[u], marker="o", linestyle="", label=f"{u} load(s)/thread")
-               for u in unrolls]
-    handles += [Line2D([], [], color="#777777", marker=WIDTH_MARKERS.get(w, "o"), linestyle="",
-                       label=f"{w}-byte loads") for w in sorted(points["width"].unique())]
-    handles += ax.get_legend_handles_labels()[0]  # the law's lines and the fit
-    ax.legend(handles=handles, fontsize=STYLE["legend_size"] - 1, frameon=False, loc="lower right", ncols=2)
-    finish(fig, ax, title, "", "Copy bandwidth (GB/s, read + write)", None)
-    low.axhline(1.0, color=STYLE["roof_color"], linewidth=1.0)
     ratios = points["gbps"] / points["predicted_gbps"]
-    low.set_ylim(min(0.0, ratios.min() * 0.9), max(1.2, ratios.max() * 1.1))
-    low.xaxis.set_major_locator(FixedLocator(binary_ticks(x.min(), x.max())))
-    low.xaxis.set_major_formatter(FuncFormatter(lambda value, _: human_bytes(value)))
-    low.xaxis.set_minor_formatter(NullFormatter())
-    finish(fig, low, "", "Read bytes in flight per SM (warps x 32 x loads per thread x bytes)",
-           f"measured /\npredicted\nat {latency:,.0f} ns", provenance)
+    for column, width in enumerate(widths):
+        ax, low = axes[0, column], axes[1, column]
+        mine = points[points["width"] == width]
+        for unroll, rows in mine.groupby("unroll"):
+            rows = rows.sort_values("bytes_in_flight_per_sm")
+            style = {"color": colors[unroll], "marker": "o", "markersize": 4.5, "linewidth": 0.9,
+                     "markeredgecolor": "white", "markeredgewidth": 0.4, "zorder": 3}
+            ax.plot(rows["bytes_in_flight_per_sm"], rows["gbps"], **style)
+            low.plot(rows["bytes_in_flight_per_sm"], rows["gbps"] / rows["predicted_gbps"], **style)
+        ax.plot(x, model, color=STYLE["roof_color"], linewidth=STYLE["line_width"], zorder=2,
+                label=f"Little's Law at the\nchase's {latency:,.0f} ns")
+        if light and np.isfinite(light):
+            ax.plot(x, np.minimum(ceiling, 2 * x * sms / light), color=STYLE["roof_color"], linestyle="--",
+                    linewidth=1.1, zorder=2, label=f"... at the light\ncopies' {light:,.0f} ns")
+        if fit:
+            span = np.geomspace(fit["from_bytes"], fit["to_bytes"], 50)
+            ax.plot(span, np.exp(fit["intercept"]) * span ** fit["slope"], color=PALETTE[4], linestyle=":",
+                    linewidth=2.0, zorder=4,
+                    label=f"fit below the knee\n({fit['copies']} copies, all widths):\n"
+                          f"slope {fit['slope']:.2f}")
+        if column == 0:
+            draw_ceiling(ax, ceiling, "measured ceiling")
+        else:
+            ax.axhline(ceiling, color=STYLE["ceiling_color"], linestyle="-.", linewidth=1.2, zorder=1)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")  # Little's Law is a line of slope 1 here, until the ceiling
+        ax.set_ylim(min(points["gbps"].min(), model.min()) / 1.5, ceiling * 1.6)
+        ax.yaxis.set_major_formatter(FuncFormatter(plain_number))
+        ax.yaxis.set_minor_formatter(NullFormatter())
+        finish(fig, ax, f"{width}-byte loads ({len(mine)} copies)", "",
+               "Copy bandwidth (GB/s, read + write)" if column == 0 else "", None)
+        low.axhline(1.0, color=STYLE["roof_color"], linewidth=1.0)
+        low.set_ylim(min(0.0, ratios.min() * 0.9), max(1.2, ratios.max() * 1.1))
+        low.xaxis.set_major_locator(FixedLocator(binary_ticks(x.min(), x.max())[::2]))
+        low.xaxis.set_major_formatter(FuncFormatter(lambda value, _: human_bytes(value)))
+        low.xaxis.set_minor_formatter(NullFormatter())
+        finish(fig, low, "", "Read bytes in flight per SM" if column == len(widths) // 2 else "",
+               f"measured /\npredicted\nat {latency:,.0f} ns" if column == 0 else "",
+               provenance if column == len(widths) - 1 else None)
+    lines = axes[0, 0].get_legend_handles_labels()[0]
+    for ax in axes.flat:  # the legends, where the panels are empty (right of the rise, under the ceiling)
+        if ax.get_legend() is not None:
+            ax.get_legend().remove()
+    axes[0, 0].legend(handles=lines, fontsize=STYLE["legend_size"] - 1.5, frameon=False, loc="lower right")
+    axes[0, -1].legend(handles=[Line2D([], [], color=colors[u], marker="o", linewidth=0.9,
+                                       label=f"{u} load(s) per thread") for u in unrolls],
+                       fontsize=STYLE["legend_size"] - 1, frameon=False, loc="lower right")
+    fig.suptitle(f"{title} (a line joins one kind of copy at 2 to 64 warps/SM)", x=0.01, ha="left",
+                 fontsize=STYLE["title_size"])
     light_text = f" and the {light:,.0f} ns the lightest copies imply (dashed)" if light else ""
     if fit:
         light_text += (f", and a dotted line fitted to the {fit['copies']} copies below the knee, of slope "
                        f"{fit['slope']:.2f} where the law's is 1")
-    return with_alt(fig, f"Log-log scatter of {len(points)} copies: bandwidth in GB/s against read bytes in "
-                    f"flight per SM ({human_bytes(inflight.min())} to {human_bytes(inflight.max())}), "
-                    "coloured by "
-                    "loads per thread, marked by bytes per load, with Little's Law's lines for the "
+    return with_alt(fig, f"Three log-log panels, one per bytes per load ({', '.join(map(str, widths))}), of "
+                    f"{len(points)} copies in all: bandwidth in GB/s against read bytes in flight per SM "
+                    f"({human_bytes(inflight.min())} to {human_bytes(inflight.max())}), one coloured line "
+                    "per loads per thread joining its copies in order of warps, with Little's Law's lines "
+                    "for the "
                     f"{latency:,.0f} ns pointer-chase latency{light_text}, up to the {ceiling:,.0f} GB/s "
                     f"ceiling; below, each copy's measured / predicted ratio, from {ratios.min():.2f} to "
                     f"{ratios.max():.2f}.")
@@ -397,7 +412,7 @@ def ilp_timeline(timelines: list[pd.DataFrame], provenance: str | None = None,
     """The lesson's model of one thread's loads (timelines: lessons.littles_law.ilp_timeline, one per
     number of loads in flight). Top: a bar per load from its issue to its data; a tick per store.
     Bottom: loads in flight over time, and their average (Little's Law's 'in flight')."""
-    title = title or f"One thread, {len(timelines[0])} loads: one at a time, or all in flight"
+    title = title or f"Four loads in flight: from {len(timelines[0])} warps or from one"
     fig = plt.figure(figsize=(STYLE["figsize"][0], STYLE["figsize"][1] * 1.15), layout="constrained")
     plt.close(fig)
     top, low = fig.subplots(2, 1, sharex=True, height_ratios=[2.2, 1])
@@ -412,11 +427,12 @@ def ilp_timeline(timelines: list[pd.DataFrame], provenance: str | None = None,
             top.barh(y, load["ready_ns"] - load["issue_ns"], left=load["issue_ns"], height=0.62, color=color)
             top.plot([load["store_ns"]] * 2, [y - 0.31, y + 0.31], color=STYLE["roof_color"], linewidth=1.6)
             ticks.append(y)
-            names.append(f"load {int(load['element']) + 1}")
+            names.append(f"{timeline.attrs.get('row', 'load')} {int(load['element']) + 1}")
             y += 1
         done = timeline.attrs["done_ns"]
         late = done > 0.6 * end  # a late finish: the label left of it, on the thread's first row (free there)
-        top.annotate(f"{u} in flight at a time: done at {done:,.0f} ns",
+        label = timeline.attrs.get("label", f"{u} in flight at a time")
+        top.annotate(f"{label}: done at {done:,.0f} ns",
                      xy=(done, y - len(timeline) if late else y - 1), xytext=(0 if late else 6, 0),
                      textcoords="offset points", ha="right" if late else "left", va="center",
                      fontsize=STYLE["note_size"], color=color, bbox=LABEL_BOX)
@@ -424,33 +440,35 @@ def ilp_timeline(timelines: list[pd.DataFrame], provenance: str | None = None,
         counts = ((issued[None, :] <= times[:, None]) & (times[:, None] < ready[None, :])).sum(axis=1)
         average = timeline.attrs["average_in_flight"]
         low.step(times, counts, where="post", color=color, linewidth=STYLE["line_width"],
-                 label=f"{u} at a time: {average:.2f} in flight on average")
-        summary.append(f"{u} at a time finishes at {done:,.0f} ns with {average:.2f} loads in flight on "
-                       "average")
+                 label=f"{label}: {average:.2f} in flight on average")
+        summary.append(f"{label} finishes at {done:,.0f} ns with {average:.2f} loads in flight on average")
         y += 1  # a gap between the two threads
     top.set_yticks(ticks, names)
     top.invert_yaxis()
     top.set_xlim(0, end * 1.04)
     top.legend(handles=[Patch(color=PALETTE[i % len(PALETTE)],
-                              label=f"a load, {t.attrs['loads_in_flight']} at a time: issued, waiting "
-                                    "for its data")
+                              label=t.attrs.get("label", f"{t.attrs['loads_in_flight']} at a time"))
                         for i, t in enumerate(timelines)]
-               + [Line2D([], [], color=STYLE["roof_color"], linewidth=1.6, label="its store")],
-               fontsize=STYLE["legend_size"], frameon=False, loc="lower right", bbox_to_anchor=(1.0, 0.13))
+               + [Line2D([], [], color=STYLE["roof_color"], linewidth=1.6, label="a bar: a load waiting for "
+                         "its data; a tick: its store")],
+               fontsize=STYLE["legend_size"] - 0.5, frameon=False, loc="lower left",
+               bbox_to_anchor=(0.0, 1.0), ncols=2)
     latency = float((timelines[0]["ready_ns"] - timelines[0]["issue_ns"]).iloc[0])
-    finish(fig, top, title, "", "", None)
+    finish(fig, top, "", "", "", None)
+    fig.suptitle(title, x=0.01, ha="left", fontsize=STYLE["title_size"])
     most = max(t.attrs["loads_in_flight"] for t in timelines)
     low.set_ylim(0, most + 1.2)
     low.yaxis.set_major_locator(FixedLocator(range(0, most + 1)))
     low.legend(fontsize=STYLE["legend_size"], frameon=False, loc="upper right")
     finish(fig, low, "", f"Time (ns); each load's latency {latency:,.0f} ns", "Loads in\nflight", provenance)
-    return with_alt(fig, f"Timeline of one thread's {len(timelines[0])} loads, each taking {latency:,.0f} "
-                    "ns, as bars from issue to data with a tick at each store, and below the loads in flight "
-                    "over time: " + "; ".join(summary) + ".")
+    return with_alt(fig, f"Timelines of {len(timelines)} ways to make {len(timelines[0])} loads, each taking "
+                    f"{latency:,.0f} ns, as bars from issue to data with a tick at each store, and below the "
+                    "loads in flight over time: " + "; ".join(summary) + ".")
 
 
 def implied_latency(points: pd.DataFrame, provenance: str | None = None, ax: Axes | None = None,
-                    title: str = "The latency a copy sees grows with its load") -> Figure:
+                    title: str = "The latency a copy sees grows with its load",
+                    highlight: tuple[str, float] | None = None) -> Figure:
     """Each copy of the sweep (points: lessons.littles_law.implied_latencies): the latency at which
     Little's Law gives its measured bandwidth, against that bandwidth; copies past the knee hollow and
     grey (their 'latency' counts waiting in the SM); lines at the pointer chase's and the light-load
@@ -462,11 +480,36 @@ def implied_latency(points: pd.DataFrame, provenance: str | None = None, ax: Axe
                edgecolors="white", linewidths=0.5, label="below the knee")
     ax.scatter(past["gbps"], past["implied_latency_ns"], facecolors="none", edgecolors="#8c8c8c", s=30,
                zorder=3, label="past the knee: more bytes than the ceiling needs")
-    for value, text, style in ((attrs["latency_ns"], "one load alone (pointer chase)", "-"),
-                               (attrs["light_load_latency_ns"], "the lightest copies", "--")):
+    for value, text, style in ((attrs["latency_ns"], "one load alone, idle memory (pointer chase)", "-"),
+                               (attrs["light_load_latency_ns"], "the lightest copies (their median)", "--")):
         ax.axhline(value, color=STYLE["roof_color"], linestyle=style, linewidth=1.1, zorder=1)
         ax.annotate(f"{text}: {value:,.0f} ns", xy=(0.3, value), xycoords=("axes fraction", "data"),
                     xytext=(0, -3), textcoords="offset points", va="top", fontsize=STYLE["note_size"])
+    implied = before["implied_latency_ns"]
+    lowest, highest = before.loc[implied.idxmin()], before.loc[implied.idxmax()]
+    ax.annotate("", xy=(lowest["gbps"] * 0.55, highest["implied_latency_ns"]),
+                xytext=(lowest["gbps"] * 0.55, lowest["implied_latency_ns"]),
+                arrowprops={"arrowstyle": "<->", "color": PALETTE[0], "linewidth": 1.2})
+    ax.annotate(f"below the knee:\n{implied.min():,.0f} to {implied.max():,.0f} ns,\nrising with the load",
+                xy=(lowest["gbps"] * 0.55, implied.max()), xytext=(-4, 6), textcoords="offset points",
+                va="bottom", fontsize=STYLE["note_size"] - 0.5, color=PALETTE[0])
+    named = ""
+    if highlight is not None:
+        variant, warps = highlight
+        hit = before[(before["variant"] == variant) & (before["warps_per_sm"] == warps)]
+        if len(hit):
+            row = hit.iloc[0]
+            named = (f"; ringed, {variant} at {warps:g} warps/SM, "
+                     f"{human_bytes(row['bytes_in_flight_per_sm'])} in flight per SM, implies "
+                     f"{row['implied_latency_ns']:,.0f} ns")
+            ax.scatter([row["gbps"]], [row["implied_latency_ns"]], s=110, facecolors="none",
+                       edgecolors=PALETTE[1], linewidths=1.8, zorder=4)
+            ax.annotate(f"{row['implied_latency_ns']:,.0f} ns: {variant}, {warps:g} warps/SM\n"
+                        f"({human_bytes(row['bytes_in_flight_per_sm'])} in flight per SM)",
+                        xy=(row["gbps"], row["implied_latency_ns"]), xytext=(0, 28),
+                        textcoords="offset points",
+                        ha="center", fontsize=STYLE["note_size"] - 0.5, color=PALETTE[1], bbox=LABEL_BOX,
+                        arrowprops={"arrowstyle": "->", "color": PALETTE[1], "linewidth": 0.9})
     ax.axvline(attrs["ceiling_gbps"], color=STYLE["ceiling_color"], linestyle="-.", linewidth=1.1, zorder=1)
     ax.annotate(f"ceiling {attrs['ceiling_gbps']:,.0f} GB/s", xy=(attrs["ceiling_gbps"], 1.0),
                 xycoords=("data", "axes fraction"), xytext=(-4, -4), textcoords="offset points", ha="right",
@@ -487,7 +530,8 @@ def implied_latency(points: pd.DataFrame, provenance: str | None = None, ax: Axe
                     f"against measured bandwidth; {len(past)} copies past the knee pile up near the "
                     f"{attrs['ceiling_gbps']:,.0f} GB/s ceiling with implied latencies up to "
                     f"{past['implied_latency_ns'].max():,.0f} ns; lines at {attrs['latency_ns']:,.0f} and "
-                    f"{attrs['light_load_latency_ns']:,.0f} ns.")
+                    f"{attrs['light_load_latency_ns']:,.0f} ns (one load alone; the lightest copies' median)"
+                    f"{named}.")
 
 
 def occupancy_rule(frame: pd.DataFrame, rule: float = 0.5, describe=None, provenance: str | None = None,

@@ -2,36 +2,55 @@
 
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from .style import LABEL_BOX, PALETTE, STYLE, finish, new_axes, plain_number, with_alt
+from .style import PALETTE, STYLE, add_caption, finish, new_axes, plain_number, with_alt
 
 
-def time_budget(budget: pd.DataFrame, provenance: str | None = None, ax=None) -> Figure:
+def time_budget(budget: pd.DataFrame, provenance: str | None = None) -> Figure:
     """Per kernel, two bars: the time its bytes take at the bandwidth ceiling and the time its FLOPs
-    take at the FP32 ceiling; a diamond marks the measured time (the model: the longer bar)."""
-    fig, ax = new_axes(ax)
+    take at the FP32 ceiling; a diamond marks the measured time (the model: the longer bar). A second
+    panel, on a linear scale, shows measured / model, where a log time axis would hide the gaps."""
+    fig = plt.figure(figsize=(STYLE["figsize"][0] * 1.2, STYLE["figsize"][1]), layout="constrained")
+    plt.close(fig)
+    ax, ratio = fig.subplots(1, 2, sharey=True, width_ratios=[3, 1.3])
     y = np.arange(len(budget))[::-1]
     height = 0.36
     ax.barh(y + height / 2, budget["memory_ms"], height, color=PALETTE[0], label="bytes / bandwidth ceiling")
     ax.barh(y - height / 2, budget["compute_ms"], height, color=PALETTE[1], label="FLOPs / FP32 ceiling")
     ax.scatter(budget["measured_ms"], y, marker="D", s=46, color="black", zorder=3, label="measured time")
-    for yi, (_, row) in zip(y, budget.iterrows(), strict=True):
-        right = max(row["measured_ms"], row["memory_ms"], row["compute_ms"])  # beside the longest mark
-        ax.annotate(f"{row['error']:+.0%}", (right, yi), xytext=(8, 0),
-                    textcoords="offset points", va="center", fontsize=STYLE["note_size"], bbox=LABEL_BOX)
     ax.set_xscale("log")
     labels = [f"{k}\n(I = {i:.3g})" for k, i in zip(budget["kernel"], budget["intensity"], strict=True)]
     ax.set_yticks(y, labels)
-    ax.set_xlim(right=ax.get_xlim()[1] * 3)
+    ax.set_xlim(right=ax.get_xlim()[1] * 1.5)
     finish(fig, ax, "The roofline as time: the longer bar sets the time",
-           "Time per launch (ms, log scale)", "Kernel (intensity in FLOP/byte)", provenance,
+           "Time per launch (ms, log scale)", "Kernel (intensity in FLOP/byte)", None,
            legend_loc="upper right")
-    return with_alt(fig, "Horizontal bars per kernel: memory time and compute time at the measured ceilings, "
-                    "and the measured time as a diamond labelled with its difference from the longer bar.")
+    measured_over_model = budget["measured_ms"] / budget["model_ms"]
+    colors = [PALETTE[2] if r < 1 else PALETTE[3] for r in measured_over_model]
+    ratio.barh(y, measured_over_model - 1, left=1, color=colors, height=0.5)
+    ratio.axvline(1.0, color=STYLE["roof_color"], linewidth=1.2)
+    for yi, (_, row) in zip(y, budget.iterrows(), strict=True):
+        value = row["measured_ms"] / row["model_ms"]
+        ax_text = f"{row['error']:+.0%}"
+        ratio.annotate(ax_text, (value, yi), xytext=(5 if value >= 1 else -5, 0), textcoords="offset points",
+                       ha="left" if value >= 1 else "right", va="center", fontsize=STYLE["note_size"])
+    low, high = float(measured_over_model.min()), float(measured_over_model.max())
+    ratio.set_xlim(min(0.9, low - 0.2), max(1.1, high + 0.12))
+    finish(fig, ratio, "Measured / the longer bar", "Ratio (linear scale)", "", provenance)
+    ratio.tick_params(axis="y", left=False)
+    worst = budget.loc[budget["error"].idxmax()]
+    under = budget[budget["error"] < 0]
+    below = "" if under.empty else (f"; {', '.join(under['kernel'])} took less time than its bar "
+                                    f"({', '.join(f'{e:+.0%}' for e in under['error'])})")
+    return with_alt(fig, "Left: horizontal bars per kernel, memory time and compute time at the measured "
+                    "ceilings on a log time axis, and the measured time as a diamond. Right: measured time "
+                    f"over the longer bar on a linear axis, from {low:.2f} to {high:.2f}: the largest gap "
+                    f"is {worst['kernel']} at {worst['error']:+.0%}{below}.")
 
 
 KIND_COLORS = {"model": PALETTE[1], "traced": PALETTE[0], "measured": PALETTE[2]}
@@ -89,3 +108,56 @@ def model_roof(bandwidth_gbps: float, peak_gflops: float, marks: dict[str, float
                     f"{bandwidth_gbps:,.0f} GB/s meets a flat limit of {peak_gflops:,.0f} GFLOP/s at "
                     f"I* = {ridge:.1f} FLOP/byte; "
                     f"dashed marks: {shown}.")
+
+
+LEVEL_BOXES = (("the warp's\nloads and stores", None), ("L1", "L1, ncu"), ("L2\n(60 MiB)", "L2, ncu"),
+               ("DRAM", "DRAM, ncu"))
+
+
+def memory_levels(levels: pd.DataFrame, provenance: str | None = None) -> Figure:
+    """A concept picture drawn from counters (levels: lessons.roofline.traffic_levels): per kernel, a row
+    of boxes, the warp's loads and stores -> L1 -> L2 -> DRAM, each arrow as thick as the (log) bytes per
+    unit of work that cross it, labelled with them; the notes' count and the simulator's L1 count beside."""
+    kernels = list(dict.fromkeys(levels["kernel"]))
+    fig = plt.figure(figsize=(STYLE["figsize"][0] * 1.15, 1.2 + 1.75 * len(kernels)), layout="constrained")
+    plt.close(fig)
+    ax = fig.subplots()
+    ax.set_xlim(0, 10)
+    ax.set_ylim(0, 2.1 * len(kernels))
+    ax.axis("off")
+    xs = [0.9, 3.75, 6.4, 9.05]
+    described = []
+    for row, kernel in enumerate(kernels):
+        mine = levels[levels["kernel"] == kernel].set_index("level")
+        per = mine["per"].iloc[0]
+        y = 2.1 * (len(kernels) - 1 - row) + 0.85
+        count, traced = mine.loc["the count", "bytes"], mine.loc["L1, simulator", "bytes"]
+        ax.text(0.0, y + 0.95, f"{kernel}: bytes per {per} (the notes' count: {count:g}; the simulator's "
+                f"L1 count: {traced:.3g})",
+                fontsize=STYLE["label_size"], ha="left", va="center")
+        for x, (name, _) in zip(xs, LEVEL_BOXES, strict=True):
+            ax.add_patch(plt.Rectangle((x - 0.75, y - 0.38), 1.5, 0.76, facecolor="#f2f2f2",
+                                       edgecolor="#555555", linewidth=1.0, zorder=2))
+            ax.text(x, y, name, ha="center", va="center", fontsize=STYLE["note_size"] + 0.5, zorder=3)
+        crossing = []
+        for left, right, (_, level) in zip(xs[:-1], xs[1:], LEVEL_BOXES[1:], strict=True):
+            value = float(mine.loc[level, "bytes"])
+            width = max(1.0, 3.0 + 2.2 * np.log10(max(value, 1e-3)))
+            ax.annotate("", xy=(right - 0.78, y), xytext=(left + 0.78, y), zorder=1,
+                        arrowprops={"arrowstyle": "-|>", "color": PALETTE[0], "linewidth": width,
+                                    "mutation_scale": 12 + 2 * width})
+            read, write = mine.loc[level, "read"], mine.loc[level, "write"]
+            ax.text((left + right) / 2, y + 0.5, f"{value:.3g} B", ha="center", va="bottom",
+                    fontsize=STYLE["note_size"] + 0.5, fontweight="bold")
+            ax.text((left + right) / 2, y - 0.5, f"read {read:.3g}, write {write:.3g}", ha="center", va="top",
+                    fontsize=STYLE["note_size"] - 0.5, color="#555555")
+            crossing.append(f"{level.split(',')[0]} {value:.3g}")
+        described.append(f"{kernel}, bytes per {per}: count {mine.loc['the count', 'bytes']:g}, at "
+                         + ", ".join(crossing))
+    fig.suptitle("Where the bytes go: asked of the L1, of the L2, moved by DRAM (Nsight Compute)", x=0.01,
+                 ha="left", fontsize=STYLE["title_size"])
+    if provenance:
+        add_caption(fig, provenance)
+    return with_alt(fig, "Rows of four boxes, the warp's loads and stores, L1, L2 and DRAM, joined by arrows "
+                    "as thick as the bytes that cross each link, labelled with them: "
+                    + "; ".join(described) + ".")
