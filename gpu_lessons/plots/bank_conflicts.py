@@ -285,12 +285,13 @@ def tile_bank_maps(panels: list[dict], provenance: str | None = None, columns: i
 
 
 def cost_model_bars(model: pd.DataFrame, provenance: str | None = None, ax: Axes | None = None,
-                    title: str = "Transposes 8192x8192: measured time against the bills of the model"
-                    ) -> Figure:
+                    title: str = "Transposes 8192x8192: measured time against the bills of the model",
+                    unlabelled: tuple = ()) -> Figure:
     """Per transpose: the measured time (bar); inside it, the shared-memory pipe's time from its
     wavefronts and, where ``model`` has ``issue_us``, the time to issue its instructions (thin bars);
     the same-run copy's time (a line). The model is the longest bill (``predicted_us``); each bar is
-    labelled with the measured time's distance from it (``error``)."""
+    labelled with the measured time's distance from it (``error``). ``unlabelled``: variants whose
+    bills are drawn but not written out (an exercise asks for them)."""
     fig, ax = new_axes(ax)
     issue = "issue_us" in model and model["issue_us"].notna().any()
     if len(fig.axes) == 1:
@@ -314,7 +315,8 @@ def cost_model_bars(model: pd.DataFrame, provenance: str | None = None, ax: Axes
     ax.axvline(copy_us, color=STYLE["ceiling_color"], linestyle="-.", linewidth=1.2,
                label=f"DRAM: our copy, same run ({copy_us:,.0f} µs)")
     for y, row in zip(positions, model.itertuples(index=False), strict=True):
-        ax.annotate(f"{row.measured_us:,.0f} µs ({row.error:+.0%} vs model)", xy=(row.measured_us, y),
+        label = f"{row.measured_us:,.0f} µs" + ("" if row.variant in unlabelled else f" ({row.error:+.0%} vs model)")
+        ax.annotate(label, xy=(row.measured_us, y),
                     xytext=(4, 0), textcoords="offset points", ha="left", va="center",
                     fontsize=STYLE["note_size"] - 0.5)
     ax.set_yticks(positions, model["variant"])
@@ -329,9 +331,10 @@ def cost_model_bars(model: pd.DataFrame, provenance: str | None = None, ax: Axes
                  provenance)
     ax.grid(False, axis="y")
     rows = "; ".join(
-        f"{r.variant}: measured {r.measured_us:,.0f} µs, pipe {r.pipe_us:,.0f}"
-        + (f", issue {r.issue_us:,.0f}" if issue and pd.notna(r.issue_us) else "")
-        + f", {r.error:+.0%} vs model"
+        f"{r.variant}: measured {r.measured_us:,.0f} µs"
+        + (", pipe and model: exercise 1" if r.variant in unlabelled else
+           f", pipe {r.pipe_us:,.0f}" + (f", issue {r.issue_us:,.0f}" if issue and pd.notna(r.issue_us) else "")
+           + f", {r.error:+.0%} vs model")
         for r in model.itertuples(index=False))
     return with_alt(fig, f"Horizontal bars per transpose of an 8192 by 8192 matrix: the measured time "
                     f"beside the bills of the cost model, and a line at the same-run copy's "
