@@ -728,7 +728,8 @@ def float4_padded_read() -> pd.DataFrame:
     a = np.arange(32 * 32, dtype=np.float32).reshape(32, 32)
     rows = []
     for layout, kernel in (("unswizzled", k.transpose_tile32_vec4_kernel),
-                           ("padded by a float4 (rows of 36 words)", k.transpose_tile32_vec4_float4_padded_kernel),
+                           ("padded by a float4 (rows of 36 words)",
+                            k.transpose_tile32_vec4_float4_padded_kernel),
                            ("swizzled", k.transpose_tile32_vec4_swizzled_kernel)):
         out = np.zeros((32, 32), np.float32)
         counts = trace(kernel, (1, 1), (k.TILE32_VEC4_THREADS,), a.reshape(-1), out.reshape(-1), 32, 32, 1)
@@ -760,8 +761,8 @@ def half_warp_picture():
     x = np.arange(32, dtype=np.float64)
     counts = trace(k.shared_stride64_kernel, 1, 32, x, np.zeros(32), 1)
     request = counts.request(array="buffer", op="ld")
-    return pictures.bank_requests([("8-byte loads: lanes 0-15, then lanes 16-31", request)],
-                                  provenance="traced on the simulator")
+    return pictures.shared_memory_banks(request, title="8-byte loads: lanes 0-15, then lanes 16-31",
+                                        provenance="traced on the simulator")
 
 
 # ------------------------------------------------------------------------------ figures
@@ -805,7 +806,8 @@ def figures(result: LessonResult, roof: dict) -> dict:
         except RecordingError:
             model = pd.DataFrame()
         if len(model):
-            figs["cost_model"] = pictures.cost_model_bars(model, provenance=provenance, unlabelled=("tile32",))
+            figs["cost_model"] = pictures.cost_model_bars(model, provenance=provenance,
+                                                          unlabelled=("tile32",))  # exercise 1
     figs["tile_banks"] = pictures.tile_bank_maps(bank_layouts(("unpadded", "padded", "xor")), columns=3)
     figs["float4_banks"] = pictures.tile_bank_maps(
         bank_layouts(("float4", "float4_xor")), columns=2, panel_width=5.0,
