@@ -668,7 +668,7 @@ THREADS_PER_BLOCK = 256  # every tiled transpose: (32, 8) blocks, or 256 threads
 STRAIGHT_LINE = ("tile32", "tile32_padded", "tile32_swizzled", "tile32_padded_2tiles", "tile64_swizzled")
 WITH_SCALAR_PATH = ("tile32_vec4", "tile32_vec4_swizzled", "tile64_vec4", "tile64_vec4_swizzled")
 ISSUE_COUNTED = {
-    **dict.fromkeys(STRAIGHT_LINE, "no loop: each instruction at most once a block"),
+    **dict.fromkeys(STRAIGHT_LINE, "no loop: each instruction at most once per warp"),
     **dict.fromkeys(WITH_SCALAR_PATH, "includes the scalar path whole tiles skip: an upper bound"),
 }
 
