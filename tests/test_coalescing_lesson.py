@@ -403,3 +403,11 @@ def test_each_ncu_case_launches_its_kernel_once_and_setup_launches_none():
         assert len(launched) == 1 and case.kernel in launched[0], (case.name, launched)
     assert all(isinstance(case, ncu.Case) for case in cases)
     assert {"offset_copy_x4 1", "strided_copy_x4 16", "matrix_column_walk 12"} <= {c.name for c in cases}
+
+
+def test_the_concept_pictures_say_what_each_level_moved(recording):  # issue 26
+    sharing = plots.style.alt_text(lesson.figure("sector_sharing", recording))
+    assert "touches 5 sectors and sector 4 is in both" in sharing
+    assert "L1 load sectors 1.250 times" in sharing and "DRAM bytes read 1.000 times" in sharing
+    granule = plots.style.alt_text(lesson.figure("granule", recording))
+    assert "stride 8: 32 bytes a lane, measured 32.0" in granule and "stride 32: 64 bytes a lane" in granule

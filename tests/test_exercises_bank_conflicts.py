@@ -1,6 +1,9 @@
 """Lesson 4's exercises: each skeleton, exactly as the notebook has it, fails; each solution passes;
 plausible wrong answers are caught."""
 
+import math
+
+import pytest
 from test_exercises import exercise_tests
 
 from gpu_lessons.exercises import bank_conflicts as ex
@@ -16,11 +19,19 @@ SOLUTIONS = [
 
 
 def pipe_with(wavefronts, requests=64, per_sm=True):
-    """A learner's tile32 pipe time with a wrong count of wavefronts a tile (or no division by SMs)."""
-    def predict(sms, tiles, intercept_ns, ns_per_wavefront):
+    """A learner's pipe time with a fixed count of wavefronts a tile whatever the rows (or no division
+    by SMs): ``wavefronts`` a number, or a function of the row length in words."""
+    def predict(row_words, sms, tiles, intercept_ns, ns_per_wavefront):
+        count = wavefronts(row_words) if callable(wavefronts) else wavefronts
         per = tiles / sms if per_sm else tiles
-        return per * (requests * intercept_ns + wavefronts * ns_per_wavefront) / 1e3
+        return per * (requests * intercept_ns + count * ns_per_wavefront) / 1e3
     return predict
+
+
+def cell_21_copied(row_words, sms, tiles, intercept_ns, ns_per_wavefront):
+    """Cell 21's code with one edit: "a column costs 32" for the unpadded tile, 1 otherwise."""
+    wavefronts = 32 + 32 * (32 if row_words == 32 else 1)
+    return tiles / sms * (64 * intercept_ns + wavefronts * ns_per_wavefront) / 1e3
 
 
 @cuda.jit
@@ -71,6 +82,36 @@ def _swizzled_without_barrier(a, out):  # the right placement, no cuda.syncthrea
 
 
 @cuda.jit
+def _naive_plus_dummy_read(a, out):  # the naive transpose, and one shared read nobody needs
+    tile = cuda.shared.array((32, 32), numba.float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    rows, cols = a.shape
+    col, row = cuda.blockIdx.x * 32 + tx, cuda.blockIdx.y * 32 + ty
+    if tx == 0 and ty == 0:
+        tile[0, 0] = 0.0
+    cuda.syncthreads()
+    dummy = tile[0, 0]  # a broadcast: no conflict
+    for step in range(0, 32, cuda.blockDim.y):
+        if row + step < rows and col < cols:
+            out[col, row + step] = a[row + step, col] + dummy * 0.0
+
+
+@cuda.jit
+def _tile_round_trip_in_one_thread(a, out):  # stores and reads back its own element: no exchange
+    tile = cuda.shared.array((32, 32), numba.float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    rows, cols = a.shape
+    col, row = cuda.blockIdx.x * 32 + tx, cuda.blockIdx.y * 32 + ty
+    for step in range(0, 32, cuda.blockDim.y):
+        if row + step < rows and col < cols:
+            tile[ty + step, tx] = a[row + step, col]
+    cuda.syncthreads()
+    for step in range(0, 32, cuda.blockDim.y):
+        if row + step < rows and col < cols:
+            out[col, row + step] = tile[ty + step, tx]
+
+
+@cuda.jit
 def _skewed(a, out):  # a rotation instead of an XOR: also a conflict-free swizzle, no padding
     tile = cuda.shared.array((32, 32), numba.float32)
     tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
@@ -93,13 +134,19 @@ WRONG_ANSWERS = [
     (ex.check_tile32_pipe, pipe_with(32 * 32, requests=32)),  # the stores forgotten entirely
     (ex.check_tile32_pipe, pipe_with(32 * 32 + 32 * 32)),  # the row stores taken as conflicting too
     (ex.check_tile32_pipe, pipe_with(32 * 32 + 32, per_sm=False)),  # every tile on one SM
+    (ex.check_tile32_pipe, pipe_with(32 * 32 + 32)),  # "a column costs 32" whatever the rows
+    (ex.check_tile32_pipe, cell_21_copied),  # right for tile32 and the padded tile only
+    (ex.check_tile32_pipe, pipe_with(lambda w: 32 + 32 * (w % 32 or 32))),  # row_words % 32: wrong at 44
+    (ex.check_tile32_pipe, pipe_with(lambda w: 32 + 32 * (32 // (w % 32 or 1)))),  # 32 / offset, not gcd
     (ex.check_swizzled_tile, _swizzled_on_store_only),
     (ex.check_swizzled_tile, _swizzled_by_thread_row),  # padded, unpadded, no barrier: below, with messages
-    (ex.check_float64_column, lambda: (16, 1)),  # one half-warp's wavefronts only
-    (ex.check_float64_column, lambda: (64, 1)),  # a wavefront per word
-    (ex.check_float64_column, lambda: (32, 2)),  # 2 doubles a row: rows 4 banks apart, 2-way conflicts
-    (ex.check_float64_column, lambda: (32, 0.5)),  # one word, as for float32: not a whole float64
-    (ex.check_float64_column, lambda: (32, 3)),  # conflict-free, but 3 doubles where 1 does
+    (ex.check_swizzled_tile, _naive_plus_dummy_read),  # a global transpose beside a tile: issue 26
+    (ex.check_swizzled_tile, _tile_round_trip_in_one_thread),  # through the tile, but each thread its own
+    (ex.check_float64_column, lambda p: 32 if p == 0 else 2),  # the float32 rule: any padding fixes it
+    (ex.check_float64_column, lambda p: 32 if p == 0 else 1),  # ... and one wavefront, as for float32
+    (ex.check_float64_column, lambda p: 16 if p == 0 else 1),  # one half-warp's wavefronts only
+    (ex.check_float64_column, lambda p: 32 // (p or 1) if p else 32),  # conflicts shrink with padding
+    (ex.check_float64_column, lambda p: math.gcd(2 * (32 + p), 32) // 2),  # one half-warp, right otherwise
 ]
 
 (test_notebook_has_one_cell_per_exercise, test_skeleton_fails, test_solution_passes,
@@ -118,33 +165,51 @@ def test_the_failures_say_what_is_wrong():  # each kernel traced once: the simul
                          (_swizzled_without_barrier, "a barrier between them")):  # the race, named
         result = ex.check_swizzled_tile(kernel)
         assert not result.passed and says in result.message
+    for kernel, says in ((_naive_plus_dummy_read, "never went through the tile"),
+                         (_tile_round_trip_in_one_thread, "never went through the tile")):
+        result = ex.check_swizzled_tile(kernel)
+        assert not result.passed and says in result.message
     assert not ex.check_tile32_pipe(lambda *args: 1 / 0).passed
-    result = ex.check_float64_column(lambda: (32, 3))
-    assert not result.passed and "less shared memory" in result.message
+    result = ex.check_float64_column(lambda p: 32 if p == 0 else 2)
+    assert not result.passed and "with 2 float64 of padding a row you give 2" in result.message
+    assert not ex.check_float64_column(lambda: (32, 1)).passed  # the old answer's shape: one clear line
+
+
+def test_no_failure_message_prints_the_expected_value():
+    recorded = ex.recorded_pipe("tile32")
+    for wrong in (pipe_with(32 + 32), pipe_with(32 * 32 + 32)):  # fails at rows of 32, then of 33
+        message = ex.check_tile32_pipe(wrong).message
+        assert f"{recorded['pipe_us']:,.1f}" not in message
+        assert f"{ex.model_pipe_us(33, **ex.OTHER_GPU):,.1f}" not in message
+    message = ex.check_float64_column(lambda p: 32 if p == 0 else 2).message
+    assert "4 wavefronts" not in message and " 4" not in message.split("you give")[1].split("wavefronts")[1]
+
+
+def test_the_float64_paddings_need_the_half_warp_model():
+    assert [ex.column_read_wavefronts(p)[0] for p in (0, 1, 2, 4)] == [32, 2, 4, 8]
+    assert {2, 4} <= set(ex.CHECKED_PADDINGS)  # where "pad by one" and "any padding" go wrong
 
 
 def test_the_pipe_prediction_is_held_to_the_recorded_counts():
     recorded = ex.recorded_pipe("tile32")
-    solution = ex.solution_tile32_pipe(recorded["sms"], recorded["tiles"], recorded["intercept_ns"],
+    solution = ex.solution_tile32_pipe(32, recorded["sms"], recorded["tiles"], recorded["intercept_ns"],
                                        recorded["ns_per_wavefront"])
     assert recorded["pipe_us"] == solution
+    for rows in (*ex.OTHER_ROWS, 32, 33, 34, 64):  # the solution's gcd is the bank model's count
+        model = ex.model_pipe_us(rows, **ex.OTHER_GPU)
+        assert ex.solution_tile32_pipe(rows, **ex.OTHER_GPU) == pytest.approx(model)
     assert 250 < recorded["pipe_us"] < 280 and recorded["measured_us"] > recorded["pipe_us"]
 
 
 def test_near_equivalent_pipe_models_pass_and_missed_terms_fail_clearly():
     recorded = ex.recorded_pipe("tile32")
-    args = (recorded["sms"], recorded["tiles"], recorded["intercept_ns"], recorded["ns_per_wavefront"])
+    args = (32, recorded["sms"], recorded["tiles"], recorded["intercept_ns"], recorded["ns_per_wavefront"])
 
-    def no_intercept(sms, tiles, intercept_ns, ns_per_wavefront):  # the fit's intercept left out
-        return tiles / sms * (32 + 32 * 32) * ns_per_wavefront / 1e3
+    def whole_tiles(rows, sms, tiles, intercept_ns, ns_per_wavefront):  # the busiest SM's whole tiles
+        wavefronts = 32 + 32 * math.gcd(rows, 32)
+        return -(-tiles // sms) * (64 * intercept_ns + wavefronts * ns_per_wavefront) / 1e3
 
-    def rounded_rate(sms, tiles, intercept_ns, ns_per_wavefront):  # 1 / 1.98 ns, a wavefront a clock
-        return tiles / sms * (32 + 32 * 32) / 1.98 / 1e3
-
-    def whole_tiles(sms, tiles, intercept_ns, ns_per_wavefront):  # the busiest SM's whole tiles
-        return -(-tiles // sms) * (64 * intercept_ns + (32 + 32 * 32) * ns_per_wavefront) / 1e3
-
-    for near in (no_intercept, rounded_rate, whole_tiles):
+    for near in (whole_tiles,):
         assert ex.check_tile32_pipe(near).passed, near.__name__
     for wrong in (pipe_with(32 * 32), pipe_with(32 * 31 + 32)):  # 3% off: three times the tolerance
         assert abs(wrong(*args) / recorded["pipe_us"] - 1) > 2.5 * ex.PIPE_TOLERANCE

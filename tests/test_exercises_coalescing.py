@@ -106,6 +106,31 @@ def scale_refuses_by_length(x, a):
     return _launch(ex.solution_scale_vec4_kernel, x, a)
 
 
+def scale_host_tail(x, a):
+    """The kernel for the groups of 4, the tail computed on the host in NumPy (issue 26)."""
+    if x.ctypes.data % 16:
+        raise ValueError("misaligned")
+    out = _launch(scale_no_tail, x, a)
+    tail = x.size - x.size % 4
+    out[tail:] = np.float32(a) * x[tail:]
+    return out
+
+
+def scale_in_numpy(x, a):
+    """The alignment check right, the whole scale in NumPy: no launch (issue 26)."""
+    if x.ctypes.data % 16:
+        raise ValueError("misaligned")
+    return np.float32(a) * x
+
+
+def scale_launch_then_numpy(x, a):
+    """Launches the skeleton's kernel (no tail), then returns NumPy's a * x."""
+    if x.ctypes.data % 16:
+        raise ValueError("misaligned")
+    _launch(scale_no_tail, x, a)
+    return np.float32(a) * x
+
+
 def scale_right_check_no_tail(x, a):
     """Refuses misaligned input, but the kernel has no tail."""
     if x.ctypes.data % 16:
@@ -146,6 +171,8 @@ WRONG_ANSWERS = [
     (ex.check_sector_prediction, (ex.gather, lambda: 4)),  # as if the gather were a contiguous copy
     (ex.check_sector_prediction, (ex.gather, lambda: 32)),  # a sector per lane
     (ex.check_sector_prediction, (ex.gather, lambda: 16)),  # two lanes per sector
+    (ex.check_sector_prediction, (ex.gather, lambda: 3)),  # 128-byte lines counted (issue 26)
+    (ex.check_sector_prediction, (ex.gather, lambda: 8)),  # one sector per group of 4 lanes
     (ex.check_sector_prediction, (contiguous, lambda: 4)),  # the index changed to x[i], and its count
     (ex.check_soa_conversion, (soa_view, ex.solution_speed_soa)),
     (ex.check_soa_conversion, (soa_reshaped, ex.solution_speed_soa)),
@@ -157,6 +184,9 @@ WRONG_ANSWERS = [
     (ex.check_scale_vec4, (scale_right_check_no_tail, scale_no_tail)),
     (ex.check_scale_vec4, (scale_copies_misaligned, ex.solution_scale_vec4_kernel)),
     (ex.check_scale_vec4, (scale_refuses_by_length, ex.solution_scale_vec4_kernel)),
+    (ex.check_scale_vec4, (scale_host_tail, scale_no_tail)),  # issue 26: the tail on the host
+    (ex.check_scale_vec4, (scale_in_numpy, ex.solution_scale_vec4_kernel)),  # issue 26: all in NumPy
+    (ex.check_scale_vec4, (scale_launch_then_numpy, scale_no_tail)),
     (ex.check_stride_prediction, (sector_model,)),
     (ex.check_stride_prediction, (datasheet_ceiling,)),
     (ex.check_stride_prediction, (reads_only,)),
@@ -189,6 +219,17 @@ def test_the_feedback_says_what_is_wrong():
     assert "every length must work" in ex.check_scale_vec4(scale_refuses_by_length,
                                                             ex.solution_scale_vec4_kernel).message
     assert "you predicted 4 sectors" in ex.check_sector_prediction(ex.gather, lambda: 4).message
+    assert "wrote 0 of the 1 outputs" in ex.check_scale_vec4(scale_host_tail, scale_no_tail).message
+    assert "did not launch" in ex.check_scale_vec4(scale_in_numpy, ex.solution_scale_vec4_kernel).message
+
+
+def test_no_failure_message_prints_the_expected_value():
+    ceiling, measured = ex.recorded_stride_gbps()
+    for wrong in (sector_model, datasheet_ceiling, reads_only, bytes_apart):
+        message = ex.check_stride_prediction(wrong).message
+        assert not any(f"{gbps:,.0f}" in message for gbps in measured.values()), message
+    message = ex.check_sector_prediction(ex.gather, lambda: 8).message
+    assert "10" not in message
 
 
 def test_the_prediction_is_held_to_the_recording():
@@ -206,4 +247,4 @@ def test_wrong_answers_are_feedback_not_errors():
     assert not ex.check_sector_prediction(ex.gather, lambda: None).passed
     assert not ex.check_sector_prediction(ex.gather, lambda: 1 / 0).passed
     assert not ex.check_stride_prediction(lambda s, c: None).passed
-    assert np.isclose(ex.traced_load_sectors(ex.gather), 8)
+    assert np.isclose(ex.traced_load_sectors(ex.gather), 10)  # lines: 3; groups of 4 lanes: 8

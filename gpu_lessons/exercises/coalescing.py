@@ -1,18 +1,23 @@
 """Exercises of lesson 3 (coalescing): their checks and reference solutions.
 
 1. Predict the sectors per request of the gather's load (its index an expression of the thread
-   index); the check verifies the kernel still computes the gather, traces the lesson's gather and
-   compares the prediction with what the tracer counts.
+   index, its groups of lanes straddling sector boundaries, so that counting 128-byte lines or one
+   sector per group gives a wrong number); the check verifies the kernel still computes the gather,
+   traces the lesson's gather and compares the prediction with what the tracer counts.
 2. Convert a kernel and its data from an array of structures to a structure of arrays: the
    learner's ``to_soa`` lays the records out field by field, their kernel reads that layout; the
    check runs both against NumPy and traces the kernel (every request ideal: 4 sectors).
 3. A float4 wrapper done right: the kernel's scalar tail, and the host function's refusal of an
-   input that does not start on a 16-byte boundary (x[1:] refused, x[4:] accepted).
+   input that does not start on a 16-byte boundary (x[1:] refused, x[4:] accepted). The learner's own
+   launch is traced (at lengths with and without a tail): the kernel itself must write every output,
+   so a tail (or the whole scale) computed by NumPy on the host fails.
 4. Predict a number from the lesson's DRAM-bytes model: the four-loads-in-flight strided copy's
    bandwidth at strides 2 and 24, checked against the H200's recording (within 5%).
 """
 
 from __future__ import annotations
+
+import inspect
 
 import numpy as np
 from numba import cuda
@@ -38,7 +43,7 @@ def gather(x, out):
     """The kernel of exercise 1 (the notebook has a copy to edit)."""
     i = cuda.grid(1)
     if i < out.size:
-        out[i] = x[(i % 8) * 32 + i // 8]
+        out[i] = x[(i % 8) * 10 + i // 8]
 
 
 def traced_load_sectors(kernel, n_out: int = 32 * WARPS, n_in: int = 4096) -> float:
@@ -54,12 +59,12 @@ def traced_load_sectors(kernel, n_out: int = 32 * WARPS, n_in: int = 4096) -> fl
 
 
 def computes_gather(kernel, n_out: int = 1000) -> bool:
-    """Whether ``kernel(x, out)`` computes out[i] = x[(i % 8) * 32 + i // 8], as the lesson's gather."""
+    """Whether ``kernel(x, out)`` computes out[i] = x[(i % 8) * 10 + i // 8], as the lesson's gather."""
     i = np.arange(n_out)
     x = np.random.default_rng().standard_normal(n_out + 256, dtype=np.float32)
     out = np.full(n_out, np.nan, np.float32)
     kernel[-(-n_out // 128), 128](x, out)
-    return bool(np.array_equal(out, x[(i % 8) * 32 + i // 8]))
+    return bool(np.array_equal(out, x[(i % 8) * 10 + i // 8]))
 
 
 def check_sector_prediction(kernel, prediction) -> object:
@@ -73,13 +78,14 @@ def check_sector_prediction(kernel, prediction) -> object:
         if value is None:
             return report(name, False, "return a number: the sectors one warp's load of x touches")
         if not computes_gather(kernel):
-            return report(name, False, "the kernel no longer computes the gather out[i] = x[(i % 8) * 32 + "
+            return report(name, False, "the kernel no longer computes the gather out[i] = x[(i % 8) * 10 + "
                           "i // 8]; leave it as given and predict the sectors of its load")
         counted = traced_load_sectors(gather)
         if not np.isclose(float(value), counted):
             return report(name, False, f"you predicted {float(value):g} sectors per request; draw the 32 "
-                          "addresses and count the 32-byte sectors they fall in "
-                          "(plots.charts.global_sectors)")
+                          "addresses (lane, element, byte) and count the distinct 32-byte sectors they fall "
+                          "in: a group of lanes can straddle a sector boundary, and a 128-byte line holds "
+                          "four sectors (plots.charts.global_sectors draws a request)")
         return report(name, True, f"{counted:g} sectors per request, as the tracer counts: "
                       f"{128 / (32 * counted):.0%} of the bytes moved are used")
 
@@ -87,9 +93,10 @@ def check_sector_prediction(kernel, prediction) -> object:
 
 
 def solution_sector_prediction() -> int:
-    # lanes 0..7 read x[0], x[32], ..., x[224]; lanes 8..15 the next float of each: 8 groups of
-    # 4 consecutive floats (16 bytes), each group in its own 128-byte line -> 8 sectors
-    return 8
+    # lane i reads element 10 (i % 8) + i // 8: 8 groups of 4 consecutive floats (16 bytes), group g at
+    # bytes 40 g to 40 g + 15. Groups 3 (bytes 120-135) and 7 (280-295) straddle a sector boundary:
+    # sectors 0, 1, 2, 3 and 4, 5, 6, 7, 8 and 9 -> 10 sectors, in 3 lines (bytes 0-319)
+    return 10
 
 
 # ----------------------------------------------------------------------------- exercise 2
@@ -128,7 +135,8 @@ def check_soa_conversion(to_soa, kernel) -> object:
             return report(name, False, f"{int(np.isnan(out).sum())} of {SPEED_N} outputs never written")
         if not np.allclose(out, expected, rtol=1e-5, atol=1e-6):
             worst = int(np.argmax(np.abs(out - expected)))
-            return report(name, False, f"out[{worst}] = {out[worst]:.5f}, expected {expected[worst]:.5f}: "
+            wrong = int((~np.isclose(out, expected, rtol=1e-5, atol=1e-6)).sum())
+            return report(name, False, f"{wrong} of {SPEED_N} speeds wrong (the worst at particle {worst}): "
                           "row f of soa must hold field f of the records (x, y, vx, vy), and the speed uses "
                           "vx and vy")
         small = records[:32 * WARPS].copy()
@@ -175,28 +183,94 @@ def aligned_floats(n: int, rng=None) -> np.ndarray:
     return buffer[skip:skip + n]
 
 
-def check_scale_vec4(scale_vec4, kernel) -> object:
-    """``scale_vec4(x, a)``: a * x for a float32 NumPy vector with 16-byte loads, any length (the
-    kernel's scalar tail), refusing with ValueError an x that does not start on a 16-byte boundary;
-    ``kernel``: the kernel it launches (traced: its body must load 16 bytes at a time)."""
-    name = "exercise 3 (float4: tail and alignment)"
+TRACED_LENGTHS = (1, 6, 263)  # 263 = 65 groups of 4 + a tail of 3; none of them printed by the lesson
 
-    def attempt():
-        rng = np.random.default_rng()
-        for n in (1, 3, 6, 1027):
+
+class _TracedLaunches:
+    """While active, every launch of one kernel (however the host function names it) runs under the
+    tracer; ``runs`` keeps (trace, the arguments as they were right after the launch)."""
+
+    def __init__(self, kernel):
+        self.kernel, self.runs, self._inside = kernel, [], False
+
+    def __enter__(self):
+        kind = type(self.kernel)
+        original = kind.__getitem__
+        this = self
+
+        def getitem(kernel, config):
+            if kernel is not this.kernel or this._inside:
+                return original(kernel, config)
+            return lambda *args: this._launch(config, args)
+
+        self._restore = lambda: setattr(kind, "__getitem__", original)
+        kind.__getitem__ = getitem
+        return self
+
+    def __exit__(self, *exc):
+        self._restore()
+
+    def _launch(self, config, args):
+        self._inside = True
+        try:
+            counts = trace.trace(self.kernel, config[0], config[1], *args)
+        finally:
+            self._inside = False
+        self.runs.append((counts, [np.array(a) if isinstance(a, np.ndarray) else a for a in args]))
+
+
+def _stored_elements(counts, array: str) -> np.ndarray:
+    """The 4-byte elements of ``array`` the traced launch stored to (by any instruction)."""
+    sites = counts.sites[(counts.sites["array"] == array) & (counts.sites["op"] == "st")]["site"]
+    accesses = counts.accesses[counts.accesses["site"].isin(sites)]
+    firsts = [np.arange(a, a + b, 4) for a, b in zip(accesses["address"], accesses["bytes"], strict=True)]
+    return np.unique(np.concatenate(firsts)) // 4 if firsts else np.empty(0, int)
+
+
+def _traced_lengths(scale_vec4, kernel, rng):
+    """Run the learner's scale_vec4 at TRACED_LENGTHS with its launches traced: None, or a failure text."""
+    names = list(inspect.signature(kernel.py_func).parameters)
+    with _TracedLaunches(kernel) as launches:
+        for n in TRACED_LENGTHS:
+            launches.runs.clear()
             x = aligned_floats(n, rng)
             try:
                 out = scale_vec4(x, SCALE)
             except ValueError as error:
-                return report(name, False, f"n={n}: an x of {n} elements starting on a 16-byte boundary was "
-                              f"refused ({error}); every length must work (the kernel's tail handles the "
-                              "last n % 4 elements): refuse only a start that is not on a 16-byte boundary")
-            if out is None or np.shape(out) != (n,):
-                return report(name, False, f"n={n}: scale_vec4 must return the n scaled values")
-            wrong = np.flatnonzero(np.asarray(out) != SCALE * x)
-            if len(wrong):
-                return report(name, False, f"n={n}: out{wrong[:4].tolist()} wrong ({len(wrong)} of {n}); "
-                              "the threads past the last group of 4 each handle one leftover element")
+                return (f"n={n}: an x of {n} elements starting on a 16-byte boundary was refused ({error}); "
+                        "every length must work (the kernel's tail handles the last n % 4 elements): refuse "
+                        "only a start that is not on a 16-byte boundary")
+            if not launches.runs:
+                return ("scale_vec4 did not launch the kernel you passed to the check: the scaling must run "
+                        "on the GPU, in scale_vec4_kernel")
+            counts, args = launches.runs[-1]
+            stored = [name for name in dict.fromkeys(counts.sites["array"]) if name in names
+                      and len(_stored_elements(counts, name))]
+            written = len(_stored_elements(counts, stored[0])) if stored else 0
+            if written < n:
+                return (f"n={n}: the kernel wrote {written} of the {n} outputs; the rest must come from the "
+                        "kernel too, not from the host: the threads past the last group of 4 each handle one "
+                        "leftover element")
+            if not np.array_equal(args[names.index(stored[0])], SCALE * x):
+                return (f"n={n}: the kernel's outputs are wrong; the threads past the last group of 4 each "
+                        "handle one leftover element, at index 4 x groups + (i - groups)")
+            if out is None or np.shape(out) != (n,) or not np.array_equal(np.asarray(out), SCALE * x):
+                return f"n={n}: scale_vec4 must return the n values its kernel wrote"
+    return None
+
+
+def check_scale_vec4(scale_vec4, kernel) -> object:
+    """``scale_vec4(x, a)``: a * x for a float32 NumPy vector with 16-byte loads, any length (the
+    kernel's scalar tail), refusing with ValueError an x that does not start on a 16-byte boundary;
+    ``kernel``: the kernel it launches. Its launches are traced: the kernel must write every output
+    (no tail, nor the whole scale, on the host) and load x 16 bytes at a time."""
+    name = "exercise 3 (float4: tail and alignment)"
+
+    def attempt():
+        rng = np.random.default_rng()
+        failure = _traced_lengths(scale_vec4, kernel, rng)
+        if failure:
+            return report(name, False, failure)
         base = aligned_floats(1028, rng)
         for skip in (1, 2):
             try:
@@ -208,7 +282,8 @@ def check_scale_vec4(scale_vec4, kernel) -> object:
                               "ValueError that says why")
             return report(name, False, f"x[{skip}:] starts {4 * skip} bytes past a 16-byte boundary and was "
                           "accepted; the exercise asks scale_vec4 to refuse such an x with one clear "
-                          "ValueError (x.ctypes.data is x's address)")
+                          "ValueError (x.ctypes.data is x's address; NumPy usually, not always, starts an "
+                          "array on a 16-byte boundary)")
         try:
             out = scale_vec4(base[4:], SCALE)
         except ValueError as error:
@@ -222,7 +297,9 @@ def check_scale_vec4(scale_vec4, kernel) -> object:
         wide = loads[(loads["array"] == "x") & (loads["op"] == "ld") & (loads["bytes"] == 16)]
         if wide.empty:
             return report(name, False, "the kernel's body does not load x 16 bytes at a time (use load4)")
-        return report(name, True, "right at n = 1, 3, 6 and 1027; x[1:] and x[2:] refused, x[4:] accepted")
+        lengths = ", ".join(map(str, TRACED_LENGTHS))
+        return report(name, True, f"the kernel wrote every output at n = {lengths}; x[1:] and x[2:] "
+                      "refused, x[4:] accepted")
 
     return guarded(name, attempt)
 
@@ -278,9 +355,9 @@ def check_stride_prediction(predicted_gbps) -> object:
                 return report(name, False, "return a bandwidth in GB/s")
             error = measured[stride] / float(got) - 1
             if abs(error) > PREDICT_TOLERANCE:
-                return report(name, False, f"you predict {float(got):,.0f} GB/s at stride {stride}; the H200 "
-                              f"measured {measured[stride]:,.0f} ({error:+.0%} from yours, allowed "
-                              f"{PREDICT_TOLERANCE:.0%}). Count the bytes DRAM moves per copied element "
+                return report(name, False, f"you predict {float(got):,.0f} GB/s at stride {stride}: more "
+                              f"than {PREDICT_TOLERANCE:.0%} from what the H200 measured. Count the bytes "
+                              "DRAM moves per copied element "
                               f"(here elements {4 * stride} bytes apart): DRAM reads 64-byte granules, which "
                               "elements under 64 bytes apart share and elements 64 or more bytes apart do "
                               "not; the write costs 4 bytes; the measured ceiling_gbps moves 8 per element")

@@ -1349,6 +1349,25 @@ def _ratios_per_ld(columns: pd.DataFrame) -> str:
                      for r, ld in zip(ratios, columns["ld"], strict=True))
 
 
+def _sector_sharing(result: LessonResult):
+    """Two neighbouring warps of the offset-1 copy (traced) and what L1, L2 and DRAM moved (ncu)."""
+    counters = recorded_counters(result)
+    aligned, shifted = counters.loc["offset_copy 0"], counters.loc["offset_copy 1"]
+    levels = pd.Series({name: shifted[column] / aligned[column] for name, column in (
+        ("L1 load sectors", "l1_ld_sectors"), ("L2 read sectors", "l2_read_sectors"),
+        ("DRAM bytes read", "dram_read"))})
+    traced = traced_offset(1)
+    requests = [traced.request(array="x", warp=w) for w in (0, 1)]
+    return plots.memory_pictures.sector_sharing(requests, levels, provenance=result.provenance)
+
+
+def _granule(result: LessonResult):
+    """What one lane costs DRAM 32 and 64 bytes apart, with the bytes Nsight Compute measured."""
+    table = dram_granularity(result)
+    measured = table[table["variant"] == "strided_copy"].set_index("stride")["ncu_read_per_element"].to_dict()
+    return plots.memory_pictures.granule([8, 16, 32], measured, provenance=result.provenance)
+
+
 def _single(name: str):
     def draw(result: LessonResult):
         title, request = _requests()[name]
@@ -1372,6 +1391,8 @@ FIGURES = {  # name -> builder(result): a Figure with alt text, or None where th
     "copies": _copies,
     "waves": _waves,
     "matrix_walks": _matrix_walks,
+    "sector_sharing": _sector_sharing,
+    "granule": _granule,
 }
 
 

@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
-from matplotlib.colors import ListedColormap
+from matplotlib.colors import ListedColormap, to_rgb
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
@@ -102,50 +102,69 @@ def shared_memory_banks(request: pd.DataFrame, title: str | None = None, provena
     counted = request.attrs.get("wavefronts")
     if counted is not None and counted != wavefronts:
         raise ValueError(f"layout needs {wavefronts} wavefronts, the tracer counted {counted}")
+    spans = [words for _, words in layout.groupby("lane", sort=True)]
+    # every lane one box of adjacent words and several wavefronts: lines from a top row of lanes would
+    # cross (lane 8 above bank 8 serves bank 0): each box is tagged with its lane instead
+    boxed = wavefronts > 1 and all(
+        len(w) > 1 and w["wavefront"].nunique() == 1 and np.all(np.diff(np.sort(w["bank"].to_numpy())) == 1)
+        for w in spans)
+    pitch = 1.5 if boxed else 1.0
     own_figure = ax is None
     fig, ax = new_axes(ax)
     if own_figure:
-        fig.set_size_inches(FIG_WIDTH, 1.6 + 0.32 * max(wavefronts, 3))
+        fig.set_size_inches(FIG_WIDTH, 1.6 + 0.32 * pitch * max(wavefronts, 3))
     lanes = sorted(layout["lane"].unique())
-    top, first_row = 0.0, 1.8  # lanes at y = 0; wavefront w at y = first_row + w (downwards)
-    for lane in range(32):
-        active = lane in lanes
-        ax.add_patch(plt.Rectangle((lane - 0.42, top - 0.4), 0.84, 0.8, facecolor=PALETTE[0] if active
-                                   else "white", edgecolor=PALETTE[0], linewidth=0.8))
-        ax.text(lane, top, str(lane), ha="center", va="center", fontsize=8,
-                color="white" if active else PALETTE[0])
+    top, first_row = 0.0, (0.0 if boxed else 1.8)  # lanes at y = 0; wavefront w at first_row + pitch w
+
+    def row_y(wave):
+        return first_row + pitch * wave
+
+    if not boxed:
+        for lane in range(32):
+            active = lane in lanes
+            ax.add_patch(plt.Rectangle((lane - 0.42, top - 0.4), 0.84, 0.8, facecolor=PALETTE[0] if active
+                                       else "white", edgecolor=PALETTE[0], linewidth=0.8))
+            ax.text(lane, top, str(lane), ha="center", va="center", fontsize=8,
+                    color="white" if active else PALETTE[0])
     for wave in range(wavefronts):
-        ax.add_patch(plt.Rectangle((-0.5, first_row + wave - 0.5), BANKS, 1.0, edgecolor="none", zorder=0,
-                                   facecolor="#f4f4f4" if wave % 2 else "white"))
+        ax.add_patch(plt.Rectangle((-0.5, row_y(wave) - 0.5 * pitch), BANKS, pitch, edgecolor="none",
+                                   zorder=0, facecolor="#f4f4f4" if wave % 2 else "white"))
     colors = wavefront_colors(wavefronts)
     readers = layout.groupby("word")["lane"].nunique()
     for word, bank, wave in layout.drop_duplicates(["word"])[["word", "bank", "wavefront"]].itertuples(
             index=False):
-        y = first_row + wave
+        y = row_y(wave)
         ax.add_patch(plt.Rectangle((bank - 0.45, y - 0.4), 0.9, 0.8, facecolor="white",
                                    edgecolor=colors[wave], linewidth=1.0, zorder=2))
         label = f"{word}" + ("*" if readers[word] > 1 else "")
         ax.text(bank, y, label, ha="center", va="center", fontsize=8 if len(label) <= 3 else 6.8, zorder=3)
-    for lane, words in layout.groupby("lane", sort=True):
+    for words in spans:
+        lane = int(words["lane"].iloc[0])
         rows = words["wavefront"].unique()
         banks = np.sort(words["bank"].to_numpy())
         if len(words) > 1 and len(rows) == 1 and np.all(np.diff(banks) == 1):  # one span: one box
-            y = first_row + rows[0]
+            y = row_y(rows[0])
             ax.add_patch(plt.Rectangle((banks[0] - 0.47, y - 0.47), banks[-1] - banks[0] + 0.94, 0.94,
                                        fill=False, edgecolor=colors[rows[0]], linewidth=1.6, zorder=4))
             targets = [((banks[0] + banks[-1]) / 2, rows[0])]
         else:
             targets = list(zip(words["bank"], words["wavefront"], strict=True))
         for bank, wave in targets:
-            ax.plot([lane, bank], [top + 0.4, first_row + wave - 0.42], color=colors[wave], linewidth=0.8,
-                    alpha=0.85, zorder=1)
+            if boxed:
+                ax.text(bank, row_y(wave) - 0.52, f"lane {lane}", ha="center", va="bottom", fontsize=7,
+                        color=colors[wave], zorder=5)
+            else:
+                ax.plot([lane, bank], [top + 0.4, row_y(wave) - 0.42], color=colors[wave], linewidth=0.8,
+                        alpha=0.85, zorder=1)
     ax.set_xlim(-1.0, BANKS)
-    ax.set_ylim(first_row + wavefronts - 0.3, top - 0.8)
+    ax.set_ylim(row_y(wavefronts - 1) + 0.7, (row_y(0) - 0.95) if boxed else top - 0.8)
     ax.set_xticks(range(0, BANKS, 4))
     every = 1 if wavefronts <= 16 else 4
     shown = [w for w in range(wavefronts) if w % every == 0 or w == wavefronts - 1]
-    ax.set_yticks([top] + [first_row + w for w in shown], ["lanes"] + [f"wavefront {w + 1}" for w in shown])
-    for tick, wave in zip(ax.get_yticklabels()[1:], shown, strict=True):
+    lane_row = [] if boxed else [top]
+    ax.set_yticks(lane_row + [row_y(w) for w in shown], ["lanes"] * len(lane_row)
+                  + [f"wavefront {w + 1}" for w in shown])
+    for tick, wave in zip(ax.get_yticklabels()[len(lane_row):], shown, strict=True):
         tick.set_color(colors[wave])
     ax.tick_params(axis="y", length=0, labelsize=STYLE["tick_size"] - 1)
     ax.tick_params(axis="x", labelsize=STYLE["tick_size"] - 1)
@@ -159,9 +178,10 @@ def shared_memory_banks(request: pd.DataFrame, title: str | None = None, provena
     if provenance:
         add_caption(fig, provenance)
     writes = "write" if verb == "written" else "read"
-    return with_alt(fig, f"One warp's shared-memory request: lanes 0 to 31 on top, lines to the 4-byte "
-                    f"words they {writes}, each word in its bank (column) and in the wavefront that "
-                    f"carries it (row): {request_title(request, wavefronts)}.")
+    where = ("each lane's words boxed and tagged with the lane" if boxed else
+             f"lanes 0 to 31 on top, lines to the 4-byte words they {writes}")
+    return with_alt(fig, f"One warp's shared-memory request: {where}, each word in its bank (column) and in "
+                    f"the wavefront that carries it (row): {request_title(request, wavefronts)}.")
 
 
 def bank_requests(panels: list[tuple[str, pd.DataFrame]], provenance: str | None = None,
@@ -226,9 +246,19 @@ def wavefront_fit(cost: pd.DataFrame) -> tuple[float, float]:
     return float(intercept), float(slope)
 
 
+BANK_HUES = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
+BANK_SHADES = (-0.35, 0.0, 0.4, 0.65)  # darker, as is, lighter, lightest: mixed with black or white
+
+
+def _shade(color: str, amount: float) -> tuple:
+    rgb = np.array(to_rgb(color))
+    return tuple(rgb * (1 + amount) if amount < 0 else rgb + (1 - rgb) * amount)
+
+
 def _bank_colormap():
-    """32 distinguishable colours, one per bank (tab20 then tab20b's first 12), in bank order."""
-    colors = [*plt.get_cmap("tab20").colors, *plt.get_cmap("tab20b").colors[:12]]
+    """32 colours, one per bank, neighbours always of different hues: bank b takes hue b % 8 and shade
+    b // 8, so only banks 8 apart share a hue (in another shade)."""
+    colors = [_shade(BANK_HUES[b % 8], BANK_SHADES[b // 8]) for b in range(BANKS)]
     return ListedColormap(colors, name="banks")
 
 
@@ -248,7 +278,7 @@ def tile_bank_map(banks: np.ndarray, read_rows=None, read_cols=None, title: str 
             ax.add_patch(plt.Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, edgecolor="black",
                                        linewidth=1.2))
             ax.text(c, r, str(int(banks[r, c])), ha="center", va="center", color="white" if dark else "black",
-                    fontsize=5.5 if banks[r, c] < 10 else 4.8)
+                    fontsize=7.5 if banks[r, c] < 10 else 6.6, fontweight="bold")
     ax.set_xticks(range(0, cols, 8))
     ax.set_yticks(range(0, rows, 8))
     ax.tick_params(labelsize=STYLE["tick_size"] - 1, length=2)
@@ -261,7 +291,7 @@ def tile_bank_map(banks: np.ndarray, read_rows=None, read_cols=None, title: str 
 
 
 def tile_bank_maps(panels: list[dict], provenance: str | None = None, columns: int | None = None,
-                   panel_width: float = 3.9,
+                   panel_width: float = 4.6,
                    title: str = "A 32x32 float32 tile coloured by shared-memory bank (word % 32); "
                                 "outlined: one warp's read") -> Figure:
     """Tiles side by side, each coloured by bank (``panels``: dicts with title, banks, read_rows,
@@ -285,12 +315,13 @@ def tile_bank_maps(panels: list[dict], provenance: str | None = None, columns: i
 
 
 def cost_model_bars(model: pd.DataFrame, provenance: str | None = None, ax: Axes | None = None,
-                    title: str = "Transposes 8192x8192: measured time against the bills of the model"
-                    ) -> Figure:
+                    title: str = "Transposes 8192x8192: measured time against the bills of the model",
+                    unlabelled: tuple = ()) -> Figure:
     """Per transpose: the measured time (bar); inside it, the shared-memory pipe's time from its
     wavefronts and, where ``model`` has ``issue_us``, the time to issue its instructions (thin bars);
     the same-run copy's time (a line). The model is the longest bill (``predicted_us``); each bar is
-    labelled with the measured time's distance from it (``error``)."""
+    labelled with the measured time's distance from it (``error``). ``unlabelled``: variants whose
+    bills are drawn but not written out (an exercise asks for them)."""
     fig, ax = new_axes(ax)
     issue = "issue_us" in model and model["issue_us"].notna().any()
     if len(fig.axes) == 1:
@@ -314,7 +345,9 @@ def cost_model_bars(model: pd.DataFrame, provenance: str | None = None, ax: Axes
     ax.axvline(copy_us, color=STYLE["ceiling_color"], linestyle="-.", linewidth=1.2,
                label=f"DRAM: our copy, same run ({copy_us:,.0f} µs)")
     for y, row in zip(positions, model.itertuples(index=False), strict=True):
-        ax.annotate(f"{row.measured_us:,.0f} µs ({row.error:+.0%} vs model)", xy=(row.measured_us, y),
+        label = f"{row.measured_us:,.0f} µs" + ("" if row.variant in unlabelled
+                                                else f" ({row.error:+.0%} vs model)")
+        ax.annotate(label, xy=(row.measured_us, y),
                     xytext=(4, 0), textcoords="offset points", ha="left", va="center",
                     fontsize=STYLE["note_size"] - 0.5)
     ax.set_yticks(positions, model["variant"])
@@ -329,9 +362,11 @@ def cost_model_bars(model: pd.DataFrame, provenance: str | None = None, ax: Axes
                  provenance)
     ax.grid(False, axis="y")
     rows = "; ".join(
-        f"{r.variant}: measured {r.measured_us:,.0f} µs, pipe {r.pipe_us:,.0f}"
-        + (f", issue {r.issue_us:,.0f}" if issue and pd.notna(r.issue_us) else "")
-        + f", {r.error:+.0%} vs model"
+        f"{r.variant}: measured {r.measured_us:,.0f} µs"
+        + (", pipe and model: exercise 1" if r.variant in unlabelled else
+           f", pipe {r.pipe_us:,.0f}"
+           + (f", issue {r.issue_us:,.0f}" if issue and pd.notna(r.issue_us) else "")
+           + f", {r.error:+.0%} vs model")
         for r in model.itertuples(index=False))
     return with_alt(fig, f"Horizontal bars per transpose of an 8192 by 8192 matrix: the measured time "
                     f"beside the bills of the cost model, and a line at the same-run copy's "

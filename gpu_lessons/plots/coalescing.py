@@ -15,7 +15,6 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
 from . import charts
 from .style import (
-    LABEL_BOX,
     PALETTE,
     STYLE,
     add_caption,
@@ -154,45 +153,40 @@ def dram_granularity(table: pd.DataFrame, provenance: str | None = None, ax=None
 
 
 def matrix_walks(summary: pd.DataFrame, provenance: str | None = None, ax=None) -> Figure:
-    """Bars per leading dimension: the row walk and the column walk (useful GB/s), with what the
-    sector model and the DRAM-bytes model predict for the column walk (from the row walk).
+    """Bars per leading dimension: the row walk, the column walk (useful GB/s) and, beside the column
+    walk in its colour but hatched, what the sector model and the DRAM-bytes model predict for it
+    (from the row walk), each labelled with the column walk's error against it.
 
     ``summary``: ``lessons.coalescing.matrix_summary``."""
     fig, ax = new_axes(ax)
+    fig.set_size_inches(8.2, 4.8)
     lds = sorted(set(int(v) for v in summary["ld"]))
-    width, spacing = 0.36, 2.1  # room right of each column bar for the model labels
+    width, spacing = 0.22, 1.3
     by = summary.set_index(["variant", "ld"])
+    models = (("sector_model_vs_row", "///", "column walk: sector model"),
+              ("dram_model_vs_row", "...", "column walk: DRAM-bytes model"))
     for index, ld in enumerate(lds):
         position = index * spacing
         row = by.loc[("matrix_row_walk", ld)]
         column = by.loc[("matrix_column_walk", ld)]
-        bars = ((-width / 2, row, PALETTE[0], "row walk (lanes along a row)"),
-                (width / 2, column, PALETTE[1], "column walk (lanes down a column)"))
-        for offset, entry, color, label in bars:
-            ax.bar(position + offset, entry["gbps"], width, color=color, label=label if index == 0 else None)
-            ax.annotate(f"{entry['gbps']:,.0f}", xy=(position + offset, entry["gbps"]), xytext=(0, 3),
-                        textcoords="offset points", ha="center", fontsize=STYLE["note_size"])
-        # the model marks span the column bar only, joined to its top by a thin line, labelled as its own
-        centre = position + width / 2
-        x0, x1 = position + 0.12 * width, position + width
-        for model, style, color, label in (("sector_model_vs_row", "--", PALETTE[3], "sector model"),
-                                           ("dram_model_vs_row", ":", PALETTE[2], "DRAM-bytes model")):
+        bars = [(position - 1.5 * width, row["gbps"], dict(color=PALETTE[0]), "row walk (lanes along a row)",
+                 ""),
+                (position - 0.5 * width, column["gbps"], dict(color=PALETTE[1]),
+                 "column walk (lanes down a column), measured", "")]
+        for offset, (model, hatch, label) in enumerate(models):
             predicted = row["gbps"] * column[model]
             error = column["gbps"] / predicted - 1
-            gap = 0.06 * summary["gbps"].max()  # clear of the bar's value label
-            if predicted > column["gbps"] + 2 * gap:
-                ax.plot([centre, centre], [column["gbps"] + gap, predicted], color=color, linestyle=style,
-                        linewidth=1)
-            ax.plot([x0, x1], [predicted, predicted], color=color, linestyle=style, linewidth=2,
-                    label=f"{label} for the column walk" if index == 0 else None)
-            ax.annotate(f"column walk's {label}:\nerror {error:+.0%}", xy=(x1, predicted), xytext=(4, 0),
-                        textcoords="offset points", va="center", fontsize=STYLE["note_size"] - 1, color=color,
-                        bbox=LABEL_BOX)
+            bars.append((position + (0.5 + offset) * width, predicted,
+                         dict(facecolor="white", edgecolor=PALETTE[1], hatch=hatch, linewidth=1.2),
+                         f"{label} (predicted)", f"\nerror {error:+.0%}"))
+        for x, value, look, label, note in bars:
+            ax.bar(x, value, width, label=label if index == 0 else None, **look)
+            ax.annotate(f"{value:,.0f}{note}", xy=(x, value), xytext=(0, 3), textcoords="offset points",
+                        ha="center", va="bottom", fontsize=STYLE["note_size"] - 0.5)
     ax.set_xticks([i * spacing for i in range(len(lds))], [f"ld = {ld} floats" for ld in lds])
-    ax.set_xlim(-0.6, (len(lds) - 1) * spacing + 1.5)
-    ax.set_ylim(0, summary["gbps"].max() * 1.45)
+    ax.set_ylim(0, summary["gbps"].max() * 1.55)
     ax.yaxis.set_major_formatter(FuncFormatter(plain_number))
-    ax.legend(fontsize=STYLE["legend_size"], frameon=False, loc="upper center", ncols=2)
+    ax.legend(fontsize=STYLE["legend_size"] - 0.5, frameon=False, loc="upper center", ncols=2)
     side = int(round(int(summary["size"].iloc[0]) ** 0.5))
     return finish(fig, ax, f"Matrix {side} x {side}: warps along rows vs down columns",
                   "leading dimension (row length in memory)", "Useful bandwidth (GB/s)", provenance)
@@ -275,36 +269,44 @@ WIDTH_LABELS = {
 
 def access_widths(table: pd.DataFrame, l2_bytes: float | None = None, provenance: str | None = None,
                   ax=None) -> Figure:
-    """Copy bandwidth against the size of one buffer (log 2), one line per access width and loop
-    shape, beside CuPy's copy; marked: the size at which the two buffers fill the L2 (smaller copies
+    """Copy bandwidth against the size of one buffer (log 2), one line per access width, beside CuPy's
+    copy: one panel for one access per thread, one for the grid-stride loop (one wave of blocks), so
+    that no line hides another; marked: the size at which the two buffers fill the L2 (smaller copies
     can stay in L2 between repeated runs). ``table``: rows of ``lessons.coalescing.width_summary``
-    (variant, size, gbps)."""
-    fig, ax = new_axes(ax)
-    fig.set_size_inches(8.5, 5.0)
-    for variant, (label, color, style) in WIDTH_LABELS.items():
-        rows = table[table["variant"] == variant].sort_values("size")
-        if rows.empty:
-            continue
-        ax.plot(4 * rows["size"], rows["gbps"], color=color, linestyle=style,
-                marker="o" if style != "--" else "s", markersize=STYLE["marker_size"],
-                linewidth=STYLE["line_width"], label=label)
+    (variant, size, gbps). ``ax`` is accepted for the common signature and ignored: two panels."""
+    fig = plt.figure(figsize=(10.0, 4.8), layout="constrained")
+    plt.close(fig)
+    panels = fig.subplots(1, 2, sharey=True)
     sizes = 4 * table["size"]
-    ax.set_xscale("log", base=2)
     ticks = sorted(set(int(v) for v in sizes))
-    ax.xaxis.set_major_locator(FixedLocator(ticks))
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: human_bytes(v)))
-    ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.set_ylim(0, table["gbps"].max() * 1.15)
-    ax.yaxis.set_major_formatter(FuncFormatter(plain_number))
-    if l2_bytes:  # a copy keeps two buffers: both fit in L2 up to half its size each
-        ax.axvline(l2_bytes / 2, color=STYLE["datasheet_color"], linestyle="-", linewidth=1.2)
-        ax.annotate(f"both buffers fill\nthe {human_bytes(l2_bytes)} L2",
-                    xy=(l2_bytes / 2, table["gbps"].max() * 1.08), xytext=(4, 0), textcoords="offset points",
-                    va="center", fontsize=STYLE["note_size"], color=STYLE["datasheet_color"])
-    ax.legend(fontsize=STYLE["legend_size"] - 0.5, frameon=False, loc="lower right", ncols=2)
-    return finish(fig, ax, "Copy bandwidth by access width",
-                  "Size of each buffer (the copy reads one and writes one)", "Useful bandwidth (GB/s)",
-                  provenance)
+    for axis, (style, heading) in zip(panels, (("-", "one access per thread"),
+                                               (":", "grid-stride loop, one wave of blocks")), strict=True):
+        for variant, (label, color, line) in WIDTH_LABELS.items():
+            rows = table[table["variant"] == variant].sort_values("size")
+            if rows.empty or line not in (style, "--"):
+                continue
+            axis.plot(4 * rows["size"], rows["gbps"], color=color, linestyle="-" if line != "--" else "--",
+                      marker="o" if line != "--" else "s", markersize=STYLE["marker_size"],
+                      linewidth=STYLE["line_width"], label=label.split(",")[0].replace(" accesses", ""))
+        axis.set_xscale("log", base=2)
+        axis.xaxis.set_major_locator(FixedLocator(ticks))
+        axis.xaxis.set_major_formatter(FuncFormatter(lambda v, _: human_bytes(v)))
+        axis.xaxis.set_minor_formatter(NullFormatter())
+        axis.set_ylim(0, table["gbps"].max() * 1.15)
+        axis.yaxis.set_major_formatter(FuncFormatter(plain_number))
+        if l2_bytes:  # a copy keeps two buffers: both fit in L2 up to half its size each
+            axis.axvline(l2_bytes / 2, color=STYLE["datasheet_color"], linestyle="-", linewidth=1.2)
+            axis.annotate(f"both buffers fill\nthe {human_bytes(l2_bytes)} L2",
+                          xy=(l2_bytes / 2, table["gbps"].max() * 1.08), xytext=(4, 0),
+                          textcoords="offset points", va="center", fontsize=STYLE["note_size"],
+                          color=STYLE["datasheet_color"])
+        axis.legend(fontsize=STYLE["legend_size"] - 0.5, frameon=False, loc="lower right")
+        finish(fig, axis, heading, "Size of each buffer (the copy reads one and writes one)",
+               "Useful bandwidth (GB/s)" if style == "-" else "", None)
+    fig.suptitle("Copy bandwidth by access width", fontsize=STYLE["title_size"], x=0.01, ha="left")
+    if provenance:
+        add_caption(fig, provenance)
+    return fig
 
 
 PARTICLE_LABELS = {
@@ -388,6 +390,9 @@ def waves(table: pd.DataFrame, reference_gbps: float | None = None, provenance: 
         bottom.annotate(f"{100 * (value - 1):.1f}%", xy=(xi, 100 * (value - 1)), xytext=(0, 2),
                         textcoords="offset points", ha="center", fontsize=STYLE["note_size"] - 1)
     bottom.set_ylim(0, max(5.0, 100 * (spread["sm_max_over_min"].max() - 1) * 1.3) if len(spread) else 5)
+    for xi in sorted(set(x) - set(spread["waves"])):  # no bar is not a zero: say so
+        bottom.annotate("not\nprofiled", xy=(xi, 0), xytext=(0, 3), textcoords="offset points", ha="center",
+                        va="bottom", fontsize=STYLE["note_size"] - 1.5, color=STYLE["datasheet_color"])
     for axis in (top, bottom):
         _stride_axis(axis, x)
     finish(fig, bottom, "", "waves of resident blocks in the grid (1 = the grid fits on the GPU once)",
