@@ -203,6 +203,10 @@ def cmd_record(args) -> int:
     from .lessons import runner
 
     modules = _pick(args.lessons, include_ceilings=True)
+    if args.merge and not args.section:
+        raise CommandError("--merge merges the sections named by --section into a recording: name them")
+    if args.merge and args.ncu:
+        raise CommandError("--merge keeps the recording's ncu counters: leave out --ncu")
     _require_gpu("record")
     _writable_data(args.data)
     for module in modules:
@@ -215,10 +219,13 @@ def cmd_record(args) -> int:
             failed = ", ".join(f.section for f in result.failures)
             raise CommandError(f"{module.NAME}: section(s) {failed} failed; nothing recorded"
                                + (f" (rows so far in {partial})" if partial else ""))
-        if args.section:
+        if args.section and not args.merge:
             raise CommandError(f"{module.NAME}: --section measured part of the lesson; a recording needs "
-                               "every section (nothing recorded)")
+                               "every section, or --merge to merge these into it (nothing recorded)")
         result = runner.recorded(result)
+        if args.merge:
+            earlier = results.read_result(module.NAME, gpu=result.gpu, root=args.data)
+            result = runner.merged(earlier, result, args.section)
         if args.ncu and hasattr(module, "ncu_cases"):
             work = Path(args.partial or "gpu-lessons-out") / module.NAME / "ncu"
             cases, sources = ncu.profile(["-m", "gpu_lessons.ncu", "launch", module.NAME],
@@ -337,6 +344,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="also profile the lesson's cases with Nsight Compute (ncu on the PATH)")
     record.add_argument("--section", action="append", metavar="NAME",
                         help="measure only this section (repeatable; for trying, records nothing)")
+    record.add_argument("--merge", action="store_true",
+                        help="with --section: merge those sections' rows into the lesson's recording (its "
+                             "meta keeps each merged section's date, command and revision)")
     record.add_argument("--partial", default=None, metavar="DIR",
                         help="save the rows so far after each section under DIR/<lesson>/")
     record.add_argument("--no-progress", action="store_true", help="no progress bars")

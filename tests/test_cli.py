@@ -53,6 +53,14 @@ def test_record_and_ceilings_need_a_gpu(capsys):
         assert status == 2 and "none is available here" in err, err
 
 
+def test_record_merge_needs_sections_and_keeps_the_counters(capsys):
+    for argv, says in ((["record", "reduce", "--merge"], "name them"),
+                       (["record", "reduce", "--section", "divergence", "--merge", "--ncu"],
+                        "leave out --ncu")):
+        status, _, err = on_the_simulator(argv, capsys)
+        assert status == 2 and says in err, err
+
+
 def test_run_on_simulator_checks_and_plots_the_recording(tmp_path, capsys, monkeypatch):
     if gpu_lessons.SIMULATED:  # the checks themselves: test_kernels_roofline, and test_wheel runs them here
         import pandas as pd
