@@ -18,14 +18,12 @@
 from __future__ import annotations
 
 import math
-import sys
 import threading
 from contextlib import contextmanager
 
 import numpy as np
 from numba import cuda, float32
-from numba.cuda.simulator.kernelapi import FakeCUDAAtomic, FakeCUDAShared
-from numba.np import numpy_support
+from numba.cuda.simulator.kernelapi import FakeCUDAAtomic
 
 from .. import lessons
 from ..device import WARP_SIZE
@@ -33,7 +31,7 @@ from ..kernels import reduce as k
 from ..lessons import reduce as lesson
 from ..mode import choose_mode
 from ..sim import trace
-from . import guarded, report
+from . import guarded, races, report
 
 # ----------------------------------------------------------------------------- exercise 1
 
@@ -127,32 +125,6 @@ def _counted_atomics():
         FakeCUDAAtomic.add = original
 
 
-@contextmanager
-def _counted_barriers():
-    """Count, per simulated thread, the ``cuda.syncthreads()`` it reaches in one launch: (block index,
-    thread index) -> barriers. A thread that reaches none is missing."""
-    from numba.cuda.simulator.kernel import BlockThread
-
-    from ..sim import install
-
-    install()  # in GPU mode trace() installs the extras later: the wrapper restored must be theirs
-    counts: dict = {}
-    lock = threading.Lock()
-    original = BlockThread.syncthreads
-
-    def syncthreads(self):
-        key = (tuple(self.blockIdx), tuple(self.threadIdx))
-        with lock:
-            counts[key] = counts.get(key, 0) + 1
-        return original(self)
-
-    BlockThread.syncthreads = syncthreads
-    try:
-        yield counts
-    finally:
-        BlockThread.syncthreads = original
-
-
 def _uneven_barrier(counts: dict, blocks: int, threads: int) -> str | None:
     """A message if the threads of some block reached different numbers of barriers, else None."""
     for block in range(blocks):
@@ -220,87 +192,17 @@ def _load_instructions(traced, array: str = "x") -> int:
     return int(rows["instructions"].sum())
 
 
-_SHARED_LOCK = threading.Lock()
-
-
-class _Watched(np.ndarray):
-    """A simulated shared array that notes each scalar write and read with the thread and the number
-    of barriers it had passed (its epoch): a read of an entry another thread wrote in the same epoch
-    (no barrier between them) is a race, whatever order the simulator ran them in."""
-
-    def __array_finalize__(self, obj):
-        self.log = getattr(obj, "log", None)
-        self.barriers = getattr(obj, "barriers", None)
-
-    def _note(self, op, index):
-        if self.log is None or not isinstance(index, int | np.integer):
-            return
-        thread = threading.current_thread()
-        key = (tuple(getattr(thread, "blockIdx", (0, 0, 0))), tuple(getattr(thread, "threadIdx", (0, 0, 0))))
-        self.log.append((op, int(index), key, self.barriers.get(key, 0)))
-
-    def __setitem__(self, index, value):
-        super().__setitem__(index, value)
-        self._note("w", index)
-
-    def __getitem__(self, index):
-        self._note("r", index)
-        return super().__getitem__(index)
-
-
-def _race(log: list, name: str = "warp_sums") -> str | None:
+def _race(logs: list) -> str | None:
     """A message for the first read that no barrier separates from another thread's write of the
-    same entry in its block (same epoch), else None. (The simulator runs blocks one after another
-    on the same arrays: another block's writes are not this block's.)"""
-    writes: dict = {}
-    for op, index, thread, epoch in log:
-        if op == "w":
-            writes.setdefault(index, []).append((thread, epoch))
-    for op, index, thread, epoch in log:
-        if op != "r":
-            continue
-        for writer, written in writes.get(index, ()):
-            if writer[0] == thread[0] and writer != thread and written >= epoch:  # same block, no barrier
-                return (f"thread {thread[1][0]} of block {thread[0][0]} reads {name}[{index}], which thread "
-                        f"{writer[1][0]} writes, with no barrier between them: the read can come before "
-                        "the write. A barrier after the writes (cuda.syncthreads()), before the first warp "
-                        "reads them?")
+    same entry in its block, else None."""
+    for name, log in logs:
+        race = races.first_race(log)
+        if race:
+            index, reader, writer, _ = race
+            return (f"{races.describe(reader)} reads {name}[{index}], which thread {writer[1][0]} writes, "
+                    "with no barrier between them: the read can come before the write. A barrier after "
+                    "the writes (cuda.syncthreads()), before the first warp reads them?")
     return None
-
-
-@contextmanager
-def _poisoned_shared(barriers: dict | None = None, logs: list | None = None):
-    """On the simulator, new float shared arrays start as NaN (a GPU leaves them undefined), so that a
-    read of an entry no thread wrote shows in the sum. With ``barriers`` (per-thread barrier counts,
-    ``_counted_barriers``) and ``logs`` (a list), each float array is watched (``_Watched``) and its
-    log appended to ``logs``."""
-    original = FakeCUDAShared.array
-
-    def array(self, shape, dtype, alignment=None):
-        if shape == 0 or alignment is not None:
-            return original(self, shape, dtype, alignment)
-        caller = sys._getframe(1)
-        key = (caller.f_code.co_filename, caller.f_lineno)
-        plain = isinstance(dtype, (np.dtype, type))
-        np_dtype = np.dtype(dtype if plain else numpy_support.as_dtype(dtype))
-        with _SHARED_LOCK:
-            res = self._allocations.get(key)
-            if res is None:
-                res = np.empty(shape, np_dtype)
-                if np_dtype.kind == "f":
-                    res.fill(np.nan)
-                    if logs is not None:
-                        res = res.view(_Watched)
-                        res.log, res.barriers = [], barriers
-                        logs.append(res.log)
-                self._allocations[key] = res
-        return res
-
-    FakeCUDAShared.array = array
-    try:
-        yield
-    finally:
-        FakeCUDAShared.array = original
 
 
 def _names(kernel) -> set:
@@ -324,7 +226,7 @@ def check_reduce_sum(kernel) -> object:
         rng = np.random.default_rng()
         x = rng.standard_normal(COUNT_SIZE, dtype=np.float32)
         traced_out = np.zeros(1, np.float32)
-        with (_counted_atomics() as calls, _counted_barriers() as barriers,  # on the simulator, in any mode
+        with (_counted_atomics() as calls, races.counted_barriers() as barriers,  # the simulator, any mode
               _counted_shuffles() as shuffles):
             traced = trace.trace(kernel, SUM_BLOCKS, SUM_BLOCK, x, traced_out, poison_shared=True)
         uneven = _uneven_barrier(barriers, SUM_BLOCKS, SUM_BLOCK)
@@ -356,19 +258,18 @@ def check_reduce_sum(kernel) -> object:
         simulated = choose_mode() != "gpu"
         runs = [(x, traced_out)]  # the traced run first: its shared memory is poisoned in any mode
         logs: list = []
-        with _counted_barriers() as barriers:
-            poison = _poisoned_shared(barriers, logs) if simulated else _nothing()
+        with races.counted_barriers() as barriers:
+            poison = races.watched_shared(barriers, logs) if simulated else _nothing()
             with poison:
                 for n in SUM_SIZES:
                     x = rng.standard_normal(n, dtype=np.float32)
                     out = np.zeros(1, np.float32)
                     kernel[SUM_BLOCKS, SUM_BLOCK](x, out)
                     runs.append((x, out))
-        for log in logs:
-            race = _race(log)
-            if race:
-                return report(name, False, race)
-        with _poisoned_shared() if simulated else _nothing():
+        race = _race(logs)
+        if race:
+            return report(name, False, race)
+        with races.watched_shared() if simulated else _nothing():
             for x, out in runs:
                 n = x.size
                 exact = float(np.sum(x, dtype=np.float64))
