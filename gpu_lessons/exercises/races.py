@@ -131,17 +131,22 @@ def watched_shared(barriers: dict | None = None, logs: list | None = None):
 
 def first_race(log: list):
     """The first (read, write) pair of one block's threads on one entry in the same epoch, as
-    (index, reader, writer, read_first), or None. ``read_first``: the read ran before the write here."""
+    (index, reader, writer, overwritten), or None. ``overwritten``: the reader itself writes this array
+    later in the same epoch (in program order), so the write that races with its read is the next
+    round's: the barrier missing is the one after the reads (else, the one after the writes)."""
     writes: dict = {}
+    last_write: dict = {}  # (thread, epoch) -> position of its last write to this array
     for position, (op, index, thread, epoch) in enumerate(log):
         if op == "w":
-            writes.setdefault((index, thread[0], epoch), []).append((position, thread))
+            writes.setdefault((index, thread[0], epoch), []).append(thread)
+            last_write[(thread, epoch)] = position
     for position, (op, index, thread, epoch) in enumerate(log):
         if op != "r":
             continue
-        for written_at, writer in writes.get((index, thread[0], epoch), ()):
+        for writer in writes.get((index, thread[0], epoch), ()):
             if writer != thread:
-                return index, thread, writer, position < written_at
+                overwritten = last_write.get((thread, epoch), -1) > position
+                return index, thread, writer, overwritten
     return None
 
 
