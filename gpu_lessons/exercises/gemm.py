@@ -64,8 +64,8 @@ def _blockwise_transposed(reference, size: int) -> np.ndarray:
 def _k_description(missing: list[int], depth: int, tile: int | None) -> str:
     ks = ", ".join(str(k) for k in missing)
     if tile and len(missing) > 1 and missing == _last_tile(depth, tile):
-        return (f"k = {_spans(missing)}: the whole last k-tile, {len(missing)} deep ({depth} is no multiple "
-                f"of {tile}): does your loop reach the partial tile?")
+        return (f"k = {_spans(missing)}, the whole last k-tile ({len(missing)} deep: {depth} is no multiple "
+                f"of {tile}, and the partial tile counts too)")
     if tile and len(missing) > 1 and missing == _last_of_each_tile(depth, tile):
         tail = depth - (depth - 1) // tile * tile
         return f"k = {ks}: the last k of each {tile}-deep tile (the last tile is {tail} deep)"
@@ -246,11 +246,12 @@ def _tile_race(logs: list) -> str | None:
         if race:
             index, reader, writer, overwritten = race
             entry = ", ".join(map(str, index)) if isinstance(index, tuple) else index
-            which = ("the next tile's load overwrote it while another thread was still multiplying: the "
+            which = ("the next tile's load can overwrite it while another thread still multiplies: the "
                      "barrier after the products" if overwritten else
-                     "the read came before the barrier that waits for the tile's loads")
-            return (f"a race on {name}[{entry}]: {races.describe(writer)} writes it and "
-                    f"{races.describe(reader)} reads it with no barrier between them ({which}). On a GPU "
+                     "the multiply can start before every thread has loaded its element: the barrier after "
+                     "the loads")
+            return (f"a race on {name}[{entry}]: {races.describe(writer, 2)} writes it and "
+                    f"{races.describe(reader, 2)} reads it with no barrier between them ({which}). On a GPU "
                     "such a kernel is right or wrong by luck; keep both cuda.syncthreads()")
     return None
 

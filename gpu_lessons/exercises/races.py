@@ -150,9 +150,9 @@ def first_race(log: list):
     return None
 
 
-def describe(thread) -> str:
-    """'thread 3 of block 0', or 'thread (3, 1) of block (0, 1)' for 2-D launches."""
-    (block, tid) = thread
-    b = block[0] if block[1:] == (0, 0) else block[:2] if block[2] == 0 else block
-    t = tid[0] if tid[1:] == (0, 0) else tid[:2] if tid[2] == 0 else tid
-    return f"thread {t} of block {b}"
+def describe(thread, dims: int = 1) -> str:
+    """'thread 3 of block 0'; with dims=2, 'thread (3, 1) of block (0, 1)' (x, y)."""
+    block, tid = thread
+    if dims == 1:
+        return f"thread {tid[0]} of block {block[0]}"
+    return f"thread ({tid[0]}, {tid[1]}) of block ({block[0]}, {block[1]})"
