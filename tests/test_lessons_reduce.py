@@ -459,7 +459,11 @@ def test_divergence_section_runs_and_merges_into_a_recording(monkeypatch):
     assert both.meta["date"] == META["date"] and both.facts["divergence"]["reps"] == [2, 5]
     assert runner.section_meta(both, "divergence")["command"] == "merge test"
     assert runner.section_meta(both, "trees without atomics")["command"] == "test"
+    pair = lesson.two_paths(both)
+    assert list(pair.index) == [2, 5] and (pair["divergent / uniform"] == 1.0).all()
     again = runner.merged(both, new, ["divergence"])  # measured again: replaced, not added twice
     assert len(again.table) == len(both.table)
+    with pytest.raises(RecordingError, match="two-path"):
+        lesson.two_paths(earlier)
     with pytest.raises(RecordingError, match="cannot merge"):
         runner.merged(earlier, replace(new, meta={**new.meta, "slug": "other-gpu"}), ["divergence"])

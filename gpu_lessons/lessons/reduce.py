@@ -37,9 +37,10 @@ from ..ncu import Case
 from ..occupancy import driver_blocks_per_sm, occupancy, recorded_limits, sm_limits
 from ..plots import reduce as figs
 from ..results import LessonResult, RecordingError
+from ..results.store import provenance
 from ..scoreboard import Comparison
 from ..sim import trace
-from .runner import Run, Section, check_row, cupy_or_none
+from .runner import Run, Section, check_row, cupy_or_none, section_meta
 
 NAME = "reduce"
 TITLE = "Reduce: from one atomic per element to the bandwidth limit"
@@ -1004,6 +1005,29 @@ def divergence_model(result: LessonResult, counts: pd.DataFrame | None = None) -
     trees["measured / critical_path_model"] = trees["extra_cycles"] / trees["critical_path_model_cycles"]
     trees["over_sequential"] = trees["extra_cycles"].to_numpy() - base_cost
     return trees.reset_index(drop=True)
+
+
+def two_paths(result: LessonResult) -> pd.DataFrame:
+    """The notes' two-path warp (section ``divergence``): per chain length (reps), the time of the
+    pair split by lane parity (every warp runs both paths) and by warp parity (each warp runs one),
+    their ratio (the notes' rule predicts 2: the sum of both paths), and the FP32 rate of each."""
+    table = result.table
+    rows = table[table["variant"].isin(dv.KERNELS)]
+    if rows.empty:
+        raise RecordingError(f"{result.source}: no rows of the two-path warp ({', '.join(dv.KERNELS)}): "
+                             "a recording made before its section")
+    wide = rows.pivot_table(index="param", columns="variant", values=["median_ms", "gflops"])
+    out = pd.DataFrame({"divergent_ms": wide[("median_ms", "two_paths_divergent")],
+                        "uniform_ms": wide[("median_ms", "two_paths_uniform")],
+                        "uniform_gflops": wide[("gflops", "two_paths_uniform")]})
+    out["divergent / uniform"] = out["divergent_ms"] / out["uniform_ms"]
+    out.index = out.index.astype(int).rename("reps")
+    return out
+
+
+def section_provenance(result: LessonResult, section: str) -> str:
+    """The caption line of a section merged into the recording later (its own device, versions, date)."""
+    return provenance(section_meta(result, section))
 
 
 # -------------------------------------------------- warp shuffles: pure functions of lane indices
