@@ -467,3 +467,15 @@ def test_divergence_section_runs_and_merges_into_a_recording(monkeypatch):
         lesson.two_paths(earlier)
     with pytest.raises(RecordingError, match="cannot merge"):
         runner.merged(earlier, replace(new, meta={**new.meta, "slug": "other-gpu"}), ["divergence"])
+
+
+def test_the_two_path_pair_refuses_a_partial_block_in_one_line():
+    from gpu_lessons.checks import InputError
+    from gpu_lessons.kernels import divergence as dv
+
+    seeds = np.zeros(300, np.float32)
+    for size in (0, 300):
+        with pytest.raises(InputError, match="positive multiple of 256"):
+            dv.launch("two_paths_divergent", seeds, np.zeros(size, np.float32), 1)
+    with pytest.raises(ValueError, match="unknown kernel"):
+        dv.launch("three_paths", seeds, np.zeros(256, np.float32), 1)

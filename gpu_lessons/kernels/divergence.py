@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, float32
 
-from ..checks import require_array
+from ..checks import InputError, require_array
 from ..device import WARP_SIZE
 
 BLOCK = 256
@@ -104,7 +104,11 @@ def launch(name: str, seeds, out, reps: int) -> None:
     """One launch of kernel ``name`` over len(out) threads (a multiple of BLOCK)."""
     if name not in BY_NAME:
         raise ValueError(f"unknown kernel {name!r}: choose from {', '.join(KERNELS)}")
-    require_array(out, "out")
+    require_array(out, "out", np.float32, 1)
+    require_array(seeds, "seeds", np.float32, 1)
+    if out.size == 0 or out.size % BLOCK or seeds.size < out.size:
+        raise InputError(f"out must hold a positive multiple of {BLOCK} floats ({out.size} given) and seeds "
+                         f"at least as many ({seeds.size} given)")
     BY_NAME[name][out.size // BLOCK, BLOCK](seeds, out, np.int32(reps))
 
 
