@@ -220,7 +220,9 @@ def cmd_record(args) -> int:
 
     modules = _pick(args.lessons, include_ceilings=True)
     if args.merge and not args.section:
-        raise CommandError("--merge adds the sections named with --section to a recording: name them")
+        raise CommandError("--merge merges the sections named by --section into a recording: name them")
+    if args.merge and args.ncu:
+        raise CommandError("--merge keeps the recording's ncu counters: leave out --ncu")
     _require_gpu("record")
     _writable_data(args.data)
     if args.ncu_only:
@@ -241,7 +243,8 @@ def cmd_record(args) -> int:
                                "(nothing recorded)")
         result = runner.recorded(result)
         if args.merge:
-            result = _merged_into_recording(result, args.section, args.data)
+            earlier = _this_gpus_recording(module.NAME, result.gpu, args.data)
+            result = runner.merged(earlier, result, args.section)
         if args.ncu and hasattr(module, "ncu_cases"):
             work = Path(args.partial or "gpu-lessons-out") / module.NAME / "ncu"
             cases, sources = ncu.profile(["-m", "gpu_lessons.ncu", "launch", module.NAME],
@@ -286,28 +289,6 @@ def _this_gpus_recording(lesson: str, gpu: str, data: str | None):
             continue
     raise CommandError(f"{lesson}: no recording on {gpu} to add to; record the whole lesson first "
                        f"('gpu-lessons record {lesson}')")
-
-
-def _merged_into_recording(result, sections: list[str], data: str | None):
-    """--section S --merge: this run's rows replace the recording's rows of the same variants (or
-    join them), its facts and kernels are added, and the meta keeps the recording's own provenance
-    plus this run's under ``merged_sections`` (so every row can be traced to the run that made it)."""
-    from dataclasses import replace
-
-    import pandas as pd
-
-    earlier = _this_gpus_recording(result.lesson, result.gpu, data)
-    variants = set(result.table["variant"])
-    kept = earlier.table[~earlier.table["variant"].isin(variants)]
-    table = pd.concat([kept, result.table], ignore_index=True)
-    run = {key: result.meta[key] for key in ("date", "command", "git_revision", "driver", "numba_cuda",
-                                             "sm_clock_mhz") if key in result.meta}
-    merged = {**earlier.meta.get("merged_sections", {}),
-              **{name: {**run, "variants": sorted(variants)} for name in sections}}
-    evidence = replace(earlier.evidence, facts={**earlier.evidence.facts, **result.evidence.facts},
-                       kernels={**earlier.evidence.kernels, **result.evidence.kernels})
-    return replace(earlier, table=table, meta={**earlier.meta, "merged_sections": merged},
-                   evidence=evidence)
 
 
 def _with_earlier_counters(result, root):

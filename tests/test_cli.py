@@ -53,6 +53,14 @@ def test_record_and_ceilings_need_a_gpu(capsys):
         assert status == 2 and "none is available here" in err, err
 
 
+def test_record_merge_needs_sections_and_keeps_the_counters(capsys):
+    for argv, says in ((["record", "reduce", "--merge"], "name them"),
+                       (["record", "reduce", "--section", "divergence", "--merge", "--ncu"],
+                        "leave out --ncu")):
+        status, _, err = on_the_simulator(argv, capsys)
+        assert status == 2 and says in err, err
+
+
 def test_run_on_simulator_checks_and_plots_the_recording(tmp_path, capsys, monkeypatch):
     if gpu_lessons.SIMULATED:  # the checks themselves: test_kernels_roofline, and test_wheel runs them here
         import pandas as pd
@@ -365,8 +373,8 @@ def test_merge_adds_a_sections_rows_to_the_recording_with_their_provenance(tmp_p
     assert (after.rows("two_paths")["median_ms"] == 2.0).all()
     assert (after.rows(replaced)["median_ms"] == 1.0).all() and len(after.rows(replaced)) == 1
     assert after.meta["date"] == before.meta["date"]  # the recording's own provenance stays
-    assert after.meta["merged_sections"]["s"]["git_revision"] == "abc1234"
-    assert after.meta["merged_sections"]["s"]["variants"] == sorted({replaced, "two_paths"})
+    assert after.meta["sections"]["s"]["git_revision"] == "abc1234"
+    assert after.meta["sections"]["s"]["variants"] == sorted({replaced, "two_paths"})
     assert after.facts["new fact"] == 1 and after.evidence.ncu == before.evidence.ncu
 
 

@@ -413,6 +413,99 @@ def fractional_blocks(m, n, k, bm, bn):
     return m * n * k * (bm + bn) / (bm * bn) * 4 / 32
 
 
+def _tiled_variant(first_barrier: bool, second_barrier: bool, whole_tiles_only: bool):
+    """Exercise 1's solution with a barrier left out, or with the last, partial k-tile dropped."""
+
+    @cuda.jit
+    def kernel(a, b, c):
+        a_tile = cuda.shared.array((16, 16), numba.float32)
+        b_tile = cuda.shared.array((16, 16), numba.float32)
+        tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+        row, col = cuda.blockIdx.y * TILE + ty, cuda.blockIdx.x * TILE + tx
+        m, depth = a.shape
+        n = b.shape[1]
+        acc = numba.float32(0.0)
+        end = depth // TILE * TILE if whole_tiles_only else depth
+        for start in range(0, end, TILE):
+            a_tile[ty, tx] = a[row, start + tx] if row < m and start + tx < depth else 0.0
+            b_tile[ty, tx] = b[start + ty, col] if start + ty < depth and col < n else 0.0
+            if first_barrier:
+                cuda.syncthreads()
+            for k in range(TILE):
+                acc += a_tile[ty, k] * b_tile[k, tx]
+            if second_barrier:
+                cuda.syncthreads()
+        if row < m and col < n:
+            c[row, col] = acc
+
+    return kernel
+
+
+no_barrier_after_loads = _tiled_variant(False, True, False)
+no_barrier_after_products = _tiled_variant(True, False, False)
+last_tile_dropped = _tiled_variant(True, True, True)  # range(0, depth // TILE * TILE, TILE)
+
+
+def _micro_with_a1(offset_row: int, offset_k: int):
+    """Exercise 2's solution with a1 read at a[row + offset_row, k + offset_k] (a wrong stride of A)."""
+
+    @cuda.jit
+    def kernel(a, b, c):
+        m, depth = a.shape
+        n = b.shape[1]
+        row = 2 * (cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y)
+        col = 2 * (cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x)
+        if row >= m or col >= n:
+            return
+        has_row1, has_col1 = row + 1 < m, col + 1 < n
+        acc00 = acc01 = acc10 = acc11 = np.float32(0)
+        for k in range(depth):
+            a0 = a[row, k]
+            a1 = a[row + offset_row, k + offset_k] if has_row1 and k + offset_k < depth else np.float32(0)
+            b0 = b[k, col]
+            b1 = b[k, col + 1] if has_col1 else np.float32(0)
+            acc00 = cuda.fma(a0, b0, acc00)
+            acc01 = cuda.fma(a0, b1, acc01)
+            acc10 = cuda.fma(a1, b0, acc10)
+            acc11 = cuda.fma(a1, b1, acc11)
+        c[row, col] = acc00
+        if has_col1:
+            c[row, col + 1] = acc01
+        if has_row1:
+            c[row + 1, col] = acc10
+            if has_col1:
+                c[row + 1, col + 1] = acc11
+
+    return kernel
+
+
+a1_same_row = _micro_with_a1(0, 0)  # a[row, k]: A's row stride forgotten
+a1_next_k = _micro_with_a1(0, 1)  # a[row, k + 1]: the next float in memory, not the next row
+
+
+def test_races_wrong_stride_and_dropped_tile_get_their_hints(capsys):
+    for kernel in (no_barrier_after_loads, no_barrier_after_products):
+        message = ex.check_tiled_kernel(kernel).message
+        assert "a race on" in message and "keep both cuda.syncthreads()" in message, message
+    assert "barrier after the products" in ex.check_tiled_kernel(no_barrier_after_products).message
+    assert "barrier after the products" not in ex.check_tiled_kernel(no_barrier_after_loads).message
+    assert "the whole last k-tile (5 deep" in ex.check_tiled_kernel(last_tile_dropped).message
+    for kernel in (a1_same_row, a1_next_k):
+        message = ex.check_micro_tile_kernel(kernel).message
+        assert "every wrong output is in an odd row" in message and "a1" in message, message
+
+
+def test_no_message_prints_an_expected_value_or_the_formula(capsys):
+    assert "expected" not in ex.check_tiled_kernel(tile_loop_one_short).message
+    for answer in (ideal_sectors, bytes_not_sectors, product_not_sum, sectors_with_c):
+        message = ex.check_global_sectors(answer).message
+        assert "counted" not in message and "ceil" not in message and "panel of B, 4 bytes" not in message
+    assert "that looks like bytes" in ex.check_global_sectors(bytes_not_sectors).message
+    for answer in (4, 12, 16):
+        message = ex.check_warp_tile_wavefronts(answer).message
+        assert "too many" not in message and "too few" not in message
+
+
 def test_hints_name_the_pattern(capsys):
     """The failure hints say which outputs are wrong and how, for the classic slips."""
     hints = {tile_loop_one_short: "k mod 16 = 15", tile_loop_from_one: "k mod 16 = 0",
@@ -469,6 +562,11 @@ WRONG_ANSWERS = [
     (ex.check_tiled_kernel, tile_loop_tail_short),
     (ex.check_tiled_kernel, tile_b_transposed),
     (ex.check_tiled_kernel, tile_loop_half),
+    (ex.check_tiled_kernel, no_barrier_after_loads),
+    (ex.check_tiled_kernel, no_barrier_after_products),
+    (ex.check_tiled_kernel, last_tile_dropped),
+    (ex.check_micro_tile_kernel, a1_same_row),
+    (ex.check_micro_tile_kernel, a1_next_k),
     (ex.check_micro_tile_kernel, four_dot_products),
     (ex.check_micro_tile_kernel, no_edge_guard),
     (ex.check_micro_tile_kernel, micro_loop_one_short),

@@ -243,6 +243,91 @@ def skips_last_warp(x, out):
             cuda.atomic.add(out, 0, value)
 
 
+@cuda.jit
+def thread_zero_loops(x, out):
+    tid = cuda.threadIdx.x
+    cuda.syncthreads()
+    if tid == 0:  # one thread adds its block's elements one by one: no shuffles, no tree
+        value = float32(0)
+        i = cuda.blockIdx.x * cuda.blockDim.x * 2
+        while i < x.size:
+            j = i
+            while j < i + 2 * cuda.blockDim.x and j < x.size:
+                value += x[j]
+                j += 1
+            i += cuda.blockDim.x * 2 * cuda.gridDim.x
+        cuda.atomic.add(out, 0, value)
+
+
+@cuda.jit
+def first_thread_adds_warp_sums(x, out):
+    warp_sums = cuda.shared.array(32, float32)
+    tid = cuda.threadIdx.x
+    i = cuda.blockIdx.x * cuda.blockDim.x * 2 + tid
+    stride = cuda.blockDim.x * 2 * cuda.gridDim.x
+    value = float32(0)
+    while i < x.size:
+        value += x[i]
+        if i + cuda.blockDim.x < x.size:
+            value += x[i + cuda.blockDim.x]
+        i += stride
+    value = k.warp_reduce_sum(value)
+    if tid % 32 == 0:
+        warp_sums[tid // 32] = value
+    cuda.syncthreads()
+    if tid == 0:  # the block level as a serial loop of thread 0
+        total = float32(0)
+        for w in range((cuda.blockDim.x + 31) // 32):
+            total += warp_sums[w]
+        cuda.atomic.add(out, 0, total)
+
+
+@cuda.jit
+def barrier_before_writes(x, out):
+    warp_sums = cuda.shared.array(32, float32)
+    tid = cuda.threadIdx.x
+    i = cuda.blockIdx.x * cuda.blockDim.x * 2 + tid
+    stride = cuda.blockDim.x * 2 * cuda.gridDim.x
+    value = float32(0)
+    while i < x.size:
+        value += x[i]
+        if i + cuda.blockDim.x < x.size:
+            value += x[i + cuda.blockDim.x]
+        i += stride
+    value = k.warp_reduce_sum(value)
+    cuda.syncthreads()  # before the writes: the first warp may read an entry before it is written
+    if tid % 32 == 0:
+        warp_sums[tid // 32] = value
+    value = warp_sums[tid] if tid < (cuda.blockDim.x + 31) // 32 else float32(0)
+    if tid < 32:
+        value = k.warp_reduce_sum(value)
+        if tid == 0:
+            cuda.atomic.add(out, 0, value)
+
+
+@cuda.jit
+def barrier_only_at_the_start(x, out):
+    warp_sums = cuda.shared.array(32, float32)
+    tid = cuda.threadIdx.x
+    cuda.syncthreads()  # a barrier, but none between the levels
+    i = cuda.blockIdx.x * cuda.blockDim.x * 2 + tid
+    stride = cuda.blockDim.x * 2 * cuda.gridDim.x
+    value = float32(0)
+    while i < x.size:
+        value += x[i]
+        if i + cuda.blockDim.x < x.size:
+            value += x[i + cuda.blockDim.x]
+        i += stride
+    value = k.warp_reduce_sum(value)
+    if tid % 32 == 0:
+        warp_sums[tid // 32] = value
+    value = warp_sums[tid] if tid < (cuda.blockDim.x + 31) // 32 else float32(0)
+    if tid < 32:
+        value = k.warp_reduce_sum(value)
+        if tid == 0:
+            cuda.atomic.add(out, 0, value)
+
+
 # ----------------------------------------------------------------- exercise 3: a tolerance
 
 
@@ -282,44 +367,59 @@ def abs_of_sum(x, blocks, threads):
     return math.inf if du >= 1 else du / (1 - du) * abs(float(x.sum()))  # |sum x|, not sum |x|
 
 
+def without_denominator(x, blocks, threads):
+    depth = _per_thread(x, blocks, threads) - 1 + int(math.log2(threads)) + blocks - 1
+    du = depth * 2.0**-24
+    return math.inf if du >= 1 else du * float(abs(x).astype("float64").sum())  # d u, not d u / (1 - d u)
+
+
+def float32_abs_sum(x, blocks, threads):
+    depth = _per_thread(x, blocks, threads) - 1 + int(math.log2(threads)) + blocks - 1
+    du = depth * 2.0**-24
+    return math.inf if du >= 1 else du / (1 - du) * float(abs(x).sum())  # sum|x| in float32: still right
+
+
 # ---------------------------------------------------------------- exercise 4: predict a time
 
 
-def _fit():
-    fit = ex.lesson.launch_model(ex.lessons.load("reduce", live=False), ["vec4_last_block"])
-    return fit.set_index("variant").loc["vec4_last_block"]
+def _fit(fits):
+    return fits.loc["vec4_last_block"]
 
 
-def datasheet_bandwidth(n):
-    return float(_fit()["t0_us"]) + 4 * n / 4.8e6  # the H200's 4.8 TB/s datasheet figure
+def datasheet_bandwidth(n, fits):
+    return float(_fit(fits)["t0_us"]) + 4 * n / 4.8e6  # the H200's 4.8 TB/s datasheet figure
 
 
-def copy_ceiling(n):
-    return float(_fit()["t0_us"]) + 4 * n / (ex.lessons.roof()["bandwidth_gbps"] * 1e3)  # lesson 1's copy
+def copy_ceiling(n, fits):
+    return float(_fit(fits)["t0_us"]) + 4 * n / (ex.lessons.roof()["bandwidth_gbps"] * 1e3)  # lesson 1's copy
 
 
-def gib_for_gb(n):
-    fit = _fit()
+def gib_for_gb(n, fits):
+    fit = _fit(fits)
     return float(fit["t0_us"]) + 4 * n / (float(fit["bw_gbps"]) * 2**30 / 1e6)  # GiB/s read as GB/s
 
 
-def no_launch_cost(n):
-    return 4 * n / (float(_fit()["bw_gbps"]) * 1e3)  # bytes over bandwidth only
+def no_launch_cost(n, fits):
+    return 4 * n / (float(_fit(fits)["bw_gbps"]) * 1e3)  # bytes over bandwidth only
 
 
-def cupy_fit(n):
-    fit = ex.lesson.launch_model(ex.lessons.load("reduce", live=False), ["cupy.sum"]).iloc[0]
+def cupy_fit(n, fits):
+    fit = fits.loc["cupy.sum"]
     return float(fit["t0_us"]) + 4 * n / (float(fit["bw_gbps"]) * 1e3)  # another variant's fit
 
 
-def measured_median(n):
+def measured_median(n, fits):
     rows = ex.lesson.sweep_rows(ex.lessons.load("reduce", live=False))
     rows = rows[rows["variant"] == "vec4_last_block"].set_index("size")
     return 1e3 * float(rows.loc[n, "median_ms"])  # a lookup of the recording, not a model
 
 
-def grid_sweep_best(n):
-    return float(_fit()["t0_us"]) + 4 * n / 4485e3  # vec4's best in section 7's grid sweep, 4,485 GB/s
+def grid_sweep_best(n, fits):
+    return float(_fit(fits)["t0_us"]) + 4 * n / 4485e3  # vec4's best in section 7's grid sweep, 4,485 GB/s
+
+
+def typed_constants(n, fits):
+    return 6.13 + 4 * n / 4525e3  # section 8's printed t0 and BW typed in
 
 
 NOTEBOOK = "05_reduce.ipynb"
@@ -343,12 +443,17 @@ WRONG_ANSWERS = [
     (ex.check_reduce_sum, unguarded_read),
     (ex.check_reduce_sum, barrier_in_branch),
     (ex.check_reduce_sum, skips_last_warp),
+    (ex.check_reduce_sum, thread_zero_loops),
+    (ex.check_reduce_sum, first_thread_adds_warp_sums),
+    (ex.check_reduce_sum, barrier_before_writes),
+    (ex.check_reduce_sum, barrier_only_at_the_start),
     (ex.check_tolerance, no_atomics),
     (ex.check_tolerance, no_tree),
     (ex.check_tolerance, one_chain),
     (ex.check_tolerance, one_tree),
     (ex.check_tolerance, floor_not_ceil),
     (ex.check_tolerance, abs_of_sum),
+    (ex.check_tolerance, without_denominator),
     (ex.check_predicted_time, datasheet_bandwidth),
     (ex.check_predicted_time, copy_ceiling),
     (ex.check_predicted_time, gib_for_gb),
@@ -356,6 +461,7 @@ WRONG_ANSWERS = [
     (ex.check_predicted_time, cupy_fit),
     (ex.check_predicted_time, measured_median),
     (ex.check_predicted_time, grid_sweep_best),
+    (ex.check_predicted_time, typed_constants),
 ]
 
 (test_notebook_has_one_cell_per_exercise, test_skeleton_fails, test_solution_passes,
@@ -387,6 +493,26 @@ def test_a_wrong_reduce_sum_gets_a_true_hint():
     assert "inside a branch that only some threads take" in ex.check_reduce_sum(barrier_in_branch).message
     if gpu_lessons.SIMULATED:  # on a GPU unwritten shared memory holds whatever was there
         assert "NaN" in ex.check_reduce_sum(unguarded_read).message
+    assert "one after another" in ex.check_reduce_sum(thread_zero_loops).message
+    assert "the first warp" in ex.check_reduce_sum(first_thread_adds_warp_sums).message
+    for answer in (barrier_before_writes, barrier_only_at_the_start):  # a read before its write
+        message = ex.check_reduce_sum(answer).message
+        assert "after the writes" in message and "never added" not in message, message
+
+
+def test_the_tolerance_without_its_denominator_fails_on_every_case_and_shows_its_digits():
+    import numpy as np
+
+    rng = np.random.default_rng()
+    for n, blocks, threads in ex.ex3_cases(rng):
+        x = rng.standard_normal(n).astype(np.float32)
+        depth = ex.kernel_depth(n, blocks, threads)
+        low, high = (ex.k.gamma(d) * float(np.abs(x.astype(np.float64)).sum()) for d in (depth, depth + 2))
+        got = without_denominator(x, blocks, threads)
+        assert math.isinf(low) or not ex._within(got, low, high), (n, blocks)
+    message = ex.check_tolerance(without_denominator).message
+    assert "denominator" in message and "bound is" not in message
+    assert ex.check_tolerance(float32_abs_sum).passed
 
 
 def test_a_wrong_tolerance_gets_a_true_hint():
@@ -399,7 +525,9 @@ def test_a_wrong_tolerance_gets_a_true_hint():
 
 def test_a_wrong_prediction_gets_a_true_hint():
     for answer in (datasheet_bandwidth, copy_ceiling, gib_for_gb, grid_sweep_best):
-        assert "which bandwidth" in ex.check_predicted_time(answer).message
-    assert "fixed cost of" in ex.check_predicted_time(no_launch_cost).message
-    assert "too short" in ex.check_predicted_time(no_launch_cost).message
+        assert "not the bandwidth fits gives" in ex.check_predicted_time(answer).message
+    assert "fixed cost of 0 us" in ex.check_predicted_time(no_launch_cost).message
     assert "KeyError" in ex.check_predicted_time(measured_median).message
+    assert "not typed in" in ex.check_predicted_time(typed_constants).message
+    for answer in (typed_constants, datasheet_bandwidth, cupy_fit):  # no expected time printed
+        assert "the measured median is" not in ex.check_predicted_time(answer).message

@@ -460,9 +460,18 @@ def test_figures_from_the_recording_have_alt_text(recording):
     assert "90% at 2048^3" in figures["progression"].alt_text  # the search's tile is on the chart
     live = recording.with_evidence(ncu={})  # a live run has no counters: no stall figure
     assert "stalls" not in lesson.figures(live, lessons.roof())
-    concept = (lesson.hierarchy_figure(), lesson.bank_figure(), lesson.pipeline_figure())
+    concept = (lesson.hierarchy_figure(), lesson.bank_figure(), lesson.pipeline_figure(),
+               lesson.pairing_figure())
     assert all(len(getattr(f, "alt_text", "")) > 40 for f in concept)
     assert "8 wavefronts" in concept[1].alt_text and "4 wavefronts" in concept[1].alt_text
+    assert "lanes 2 x 16: 2 x 16" in concept[3].alt_text and "pairs: 4 x 8" in concept[3].alt_text
+
+
+def test_the_pairing_picture_puts_pairs_of_lanes_in_one_column():
+    paired = lesson.lane_grid(lesson.PAIRING_LAYOUTS["warp 4 x 8, lanes in pairs"]).set_index("lane")
+    assert (paired.loc[0::2, "col"].to_numpy() == paired.loc[1::2, "col"].to_numpy()).all()
+    plain = lesson.lane_grid(lesson.PAIRING_LAYOUTS["step 12: lanes 2 x 16"]).set_index("lane")
+    assert plain["col"].nunique() == 16 and plain["row"].nunique() == 2
 
 
 def test_scoreboard_rows_fit_the_recording(recording):

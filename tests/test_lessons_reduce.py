@@ -150,7 +150,7 @@ def test_registered_with_its_sections_and_ncu_cases():
     assert lessons.get("reduce") is lesson
     assert lesson.NOTEBOOK == "05_reduce.ipynb"
     assert [s.name for s in lesson.SECTIONS] == ["progression", "grid", "vec4 waves", "sizes", "references",
-                                                 "trees without atomics", "floating point"]
+                                                 "trees without atomics", "floating point", "divergence"]
     assert len(set(lesson.NCU_METRICS)) == len(lesson.NCU_METRICS) == 8
 
 
@@ -423,3 +423,59 @@ def test_figures_render_with_alt_text(result, recorded):
     # the teaching steps only (the deterministic variants come later in the lesson), then the references
     assert labels[:len(k.PROGRESSION)] == k.PROGRESSION
     assert labels[len(k.PROGRESSION):] == [lesson.CUPY, lesson.NUMBA_REDUCE]
+
+
+# ------------------------------------------------------- the notes' two-path warp, merged as a section
+
+
+def test_divergence_section_runs_and_merges_into_a_recording(monkeypatch):
+    """The divergence section on the simulator (one SM, a stand-in clock), then merged into an earlier
+    recording as ``gpu-lessons record reduce --section divergence --merge`` does: its rows replace only
+    its own, the recording's meta stays and the section's own provenance is kept beside it."""
+    from types import SimpleNamespace
+
+    from gpu_lessons import bench
+    from gpu_lessons.lessons import runner
+
+    def measure(launch, input_sets=1, **_):
+        launch(0)
+        return bench.Timing(2.0, 1.5, 3.0, 25)
+
+    monkeypatch.setattr(bench, "measure", measure)
+    monkeypatch.setattr(runner.Run, "kernel", lambda run, name, kernel, args, sass_pattern=None: None)
+    monkeypatch.setattr(lesson, "device_info", lambda: SimpleNamespace(sms=1))
+    monkeypatch.setattr(lesson, "DIVERGENCE_BLOCKS_PER_SM", 1)
+    monkeypatch.setattr(lesson, "DIVERGENCE_REPS", [2, 5])
+    monkeypatch.setattr(lesson, "poison", lambda array: None)
+    section = [s for s in lesson.SECTIONS if s.name == "divergence"]
+    new = runner.measure(SimpleNamespace(NAME=lesson.NAME, SECTIONS=section), show_progress=False)
+    assert not new.failures, new.failures
+    assert sorted(set(new.table["variant"])) == ["two_paths_divergent", "two_paths_uniform"]
+    earlier = LessonResult(lesson=lesson.NAME, table=make_table(synthetic_rows()), meta=META,
+                           evidence=Evidence(facts=synthetic_facts()))
+    new = replace(new, meta={**META, "date": "2026-12-05T09:00:00+00:00", "command": "merge test"})
+    both = runner.merged(earlier, new, ["divergence"])
+    assert len(both.table) == len(earlier.table) + 4
+    assert both.meta["date"] == META["date"] and both.facts["divergence"]["reps"] == [2, 5]
+    assert runner.section_meta(both, "divergence")["command"] == "merge test"
+    assert runner.section_meta(both, "trees without atomics")["command"] == "test"
+    pair = lesson.two_paths(both)
+    assert list(pair.index) == [2, 5] and (pair["divergent / uniform"] == 1.0).all()
+    again = runner.merged(both, new, ["divergence"])  # measured again: replaced, not added twice
+    assert len(again.table) == len(both.table)
+    with pytest.raises(RecordingError, match="two-path"):
+        lesson.two_paths(earlier)
+    with pytest.raises(RecordingError, match="cannot merge"):
+        runner.merged(earlier, replace(new, meta={**new.meta, "slug": "other-gpu"}), ["divergence"])
+
+
+def test_the_two_path_pair_refuses_a_partial_block_in_one_line():
+    from gpu_lessons.checks import InputError
+    from gpu_lessons.kernels import divergence as dv
+
+    seeds = np.zeros(300, np.float32)
+    for size in (0, 300):
+        with pytest.raises(InputError, match="positive multiple of 256"):
+            dv.launch("two_paths_divergent", seeds, np.zeros(size, np.float32), 1)
+    with pytest.raises(ValueError, match="unknown kernel"):
+        dv.launch("three_paths", seeds, np.zeros(256, np.float32), 1)

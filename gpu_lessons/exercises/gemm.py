@@ -18,6 +18,8 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import numpy as np
 from numba import cuda
 
@@ -25,10 +27,11 @@ from ..kernels import gemm_codegen as codegen
 from ..kernels import gemm_tiled as tiled
 from ..lessons import gemm as lesson
 from ..lessons.gemm import error_report
+from ..mode import choose_mode
 from ..results import read_result
 from ..sim import trace
 from ..vector import load4_shared
-from . import guarded, report
+from . import guarded, races, report
 
 # ----------------------------------------------------------------------------- exercise 1
 
@@ -60,6 +63,9 @@ def _blockwise_transposed(reference, size: int) -> np.ndarray:
 
 def _k_description(missing: list[int], depth: int, tile: int | None) -> str:
     ks = ", ".join(str(k) for k in missing)
+    if tile and len(missing) > 1 and missing == _last_tile(depth, tile):
+        return (f"k = {_spans(missing)}, the whole last k-tile ({len(missing)} deep: {depth} is no multiple "
+                f"of {tile}, and the partial tile counts too)")
     if tile and len(missing) > 1 and missing == _last_of_each_tile(depth, tile):
         tail = depth - (depth - 1) // tile * tile
         return f"k = {ks}: the last k of each {tile}-deep tile (the last tile is {tail} deep)"
@@ -78,6 +84,10 @@ def _k_description(missing: list[int], depth: int, tile: int | None) -> str:
     return f"k = {ks}"
 
 
+def _last_tile(depth: int, tile: int) -> list[int]:
+    return list(range((depth - 1) // tile * tile, depth))
+
+
 def _last_of_each_tile(depth: int, tile: int) -> list[int]:
     return [min(start + tile, depth) - 1 for start in range(0, depth, tile)]
 
@@ -88,6 +98,7 @@ def _missing_k_candidates(depth: int, tile: int | None) -> list[list[int]]:
     if tile:
         candidates += [list(range(r, depth, tile)) for r in range(tile)]
         candidates.append(_last_of_each_tile(depth, tile))
+        candidates.append(_last_tile(depth, tile))
         # a run of places within every tile: range(8), range(8, 16), range(1, 15), ...
         candidates += [[k for k in range(depth) if not lo <= k % tile < hi]
                        for lo in range(tile) for hi in range(lo + 1, tile + 1) if hi - lo < tile - 1]
@@ -126,12 +137,28 @@ def _pattern(c, a, b, tile: int, k_tile: int | None) -> str:
                         f"{operand.lower()}_tile is read with its two indices in the wrong order")
     wrong = np.abs(c - reference) > lesson.fp32_error_bound(a, b)
     rows, cols = np.flatnonzero(wrong.any(axis=1)), np.flatnonzero(wrong.any(axis=0))
+    parity = _parity(rows, wrong.shape[0], "row") or _parity(cols, wrong.shape[1], "column")
+    if parity and tile == 2:
+        return parity
     if not c.any():
         return "every output is 0: no product reached c"
     if wrong.all():
         return "every output is wrong: work one output by hand, the sum over k of A[row, k] * B[k, col]"
     return (f"{int(wrong.sum())} of {c.size} outputs are wrong, in rows {rows.min()}-{rows.max()} and "
             f"columns {cols.min()}-{cols.max()} ({len(rows)} rows, {len(cols)} columns)")
+
+
+def _parity(found, size: int, word: str) -> str | None:
+    """A hint when the wrong outputs fill exactly the odd (or the even) rows or columns."""
+    for name, start, operand, second in (("odd", 1, "A", "a1"), ("even", 0, "A", "a0")):
+        if list(found) == list(range(start, size, 2)):
+            if word == "column":
+                operand, second = "B", "b1" if start else "b0"
+            place = "+ 1" if start else "+ 0"
+            return (f"every wrong output is in an {name} {word} ({word} {place} of each thread's 2 x 2), all "
+                    f"of those {word}s wrong: check how {second} is read from {operand} (its index, its "
+                    "stride)")
+    return None
 
 
 def _spans(indices) -> str:
@@ -198,8 +225,8 @@ def _verdict(name, c, a, b, tile: int = 16, k_tile: int | None = None, block: in
     if errors["worst_share_of_bound"] > 1.0:
         reference = a.astype(np.float64) @ b
         worst = np.unravel_index(int(np.argmax(np.abs(c - reference))), c.shape)
-        return report(name, False, f"C[{worst[0]}, {worst[1]}] = {c[worst]:.5f}, expected "
-                      f"{reference[worst]:.5f}. {_pattern(c, a, b, tile, k_tile)}")
+        return report(name, False, f"C[{worst[0]}, {worst[1]}] = {c[worst]:.5f} is wrong. "
+                      f"{_pattern(c, a, b, tile, k_tile)}")
     return None
 
 
@@ -212,6 +239,23 @@ def _global_loads_per_thread(kernel, grid, block, a, b, c) -> float:
     return float(loads["threads"].sum()) / threads
 
 
+def _tile_race(logs: list) -> str | None:
+    """A message for the first tile entry one thread writes and another reads with no barrier between."""
+    for name, log in logs:
+        race = races.first_race(log)
+        if race:
+            index, reader, writer, overwritten = race
+            entry = ", ".join(map(str, index)) if isinstance(index, tuple) else index
+            which = ("the next tile's load can overwrite it while another thread still multiplies: the "
+                     "barrier after the products" if overwritten else
+                     "the multiply can start before every thread has loaded its element: the barrier after "
+                     "the loads")
+            return (f"a race on {name}[{entry}]: {races.describe(writer, 2)} writes it and "
+                    f"{races.describe(reader, 2)} reads it with no barrier between them ({which}). On a GPU "
+                    "such a kernel is right or wrong by luck; keep both cuda.syncthreads()")
+    return None
+
+
 def check_tiled_kernel(kernel) -> object:
     """``kernel(a, b, c)``: C = A @ B with 16x16 shared tiles, launched on 16x16 blocks."""
     name = "exercise 1 (the shared-tiled kernel's loop)"
@@ -221,7 +265,13 @@ def check_tiled_kernel(kernel) -> object:
         a, b = _random_operands(m, k, n)
         c = np.full((m, n), np.nan, np.float32)
         grid = tiled.gemm_tiled_grid(m, n)
-        kernel[grid, tiled.BLOCK](a, b, c)
+        logs: list = []
+        with races.counted_barriers() as barriers:
+            with races.watched_shared(barriers, logs) if choose_mode() != "gpu" else nullcontext():
+                kernel[grid, tiled.BLOCK](a, b, c)
+        race = _tile_race(logs)
+        if race:
+            return report(name, False, race)
         wrong = _verdict(name, c, a, b, tiled.TILE, tiled.TILE)
         if wrong is not None:
             return wrong
@@ -346,10 +396,9 @@ def check_global_sectors(predict) -> object:
         for case, ((m, n, k), (bm, bn), measured) in recorded_sectors().items():
             got = predict(m, n, k, bm, bn)
             if wrong(got, measured):
-                return report(name, False, f"{case} ({bm}x{bn} tiles, {m}x{n}x{k}): you said {got}, "
-                              f"Nsight Compute counted {measured:,.0f} sectors. Count the blocks (a grid "
-                              "of ceil(N/BN) x ceil(M/BM)); each reads a BM x K panel of A and a K x BN "
-                              "panel of B, 4 bytes a float, 32 bytes a sector")
+                return report(name, False, f"{case} ({bm}x{bn} tiles, {m}x{n}x{k}): you said {got}, not "
+                              f"within {SECTOR_TOLERANCE:.1%} of Nsight Compute's count; "
+                              f"{_sector_hint(got, m, n, k, bm, bn)}")
             lines.append(f"{case} {measured / 1e6:.1f} M")
         (m, n, k), (bm, bn) = UNEVEN_CASE
         got, expected = predict(m, n, k, bm, bn), solution_global_sectors(m, n, k, bm, bn)
@@ -363,6 +412,29 @@ def check_global_sectors(predict) -> object:
                       "micro-tile or the load width, sets the global traffic")
 
     return guarded(name, attempt)
+
+
+def _sector_hint(got, m, n, k, bm, bn) -> str:
+    """What a wrong count resembles (each hint true of the answer that gets it), never the count."""
+    try:
+        value = float(got)
+    except (TypeError, ValueError):
+        return "return a number of sectors"
+    blocks = -(-m // bm) * -(-n // bn)
+    right = solution_global_sectors(m, n, k, bm, bn)
+    near = {
+        "that is every element of A and B read once; with block tiles, how many blocks read each row of A, "
+        "each column of B?": (m * k + k * n) * 4 / 32,
+        "that looks like bytes: a sector is 32 of them": right * 32,
+        "that counts C too: the question is the loads": right + m * n * 4 / 32,
+        "that grows with the tile's area: per k, a block reads a column of its A panel and a row of its B "
+        "panel, not one value per output": blocks * bm * bn * k * 4 / 32,
+    }
+    for hint, candidate in near.items():
+        if np.isclose(value, candidate, rtol=SECTOR_TOLERANCE):
+            return hint
+    return ("count what one block loads over the whole K (its panels of A and B), then how many blocks "
+            "the grid has")
 
 
 def solution_global_sectors(m, n, k, bm, bn):
@@ -442,11 +514,10 @@ def check_warp_tile_wavefronts(prediction) -> object:
             return report(name, False, "not answered yet: set prediction to a number")
         traced = lesson.traced_shared_wavefronts(PAIRED_8X8_WARP)["tracer"]
         if float(prediction) != traced:
-            side = "many" if float(prediction) > traced else "few"
-            return report(name, False, f"you said {prediction}: too {side} for what the traffic counter "
-                          "sees. Count the 16-byte shared loads a warp issues per k-step for an 8 x 8 "
-                          "micro-tile, then, for A and for B separately, how many lanes one wavefront "
-                          "serves in this layout (section 9's rule: which lanes read the same 16 bytes?)")
+            return report(name, False, f"you said {prediction}: not what the traffic counter sees. Count "
+                          "the 16-byte shared loads a warp issues per k-step for an 8 x 8 micro-tile, then, "
+                          "for A and for B separately, how many lanes one wavefront serves in this layout "
+                          "(which lanes read the same 16 bytes?)")
         return report(name, True, f"{traced:g} wavefronts per warp per k-step: with lanes in pairs both "
                       "operands are read by half-warps, 2 wavefronts a load (step 11's 2 x 16 lanes need 12)")
 

@@ -1486,6 +1486,30 @@ def bank_figure(layouts: dict = BANK_LAYOUTS, operand: str = "b"):
                     f"red: {totals}.")
 
 
+PAIRING_LAYOUTS = {"step 12: lanes 2 x 16": steps.SEARCH_TILE_8X16,
+                   "warp 4 x 8, lanes in pairs": replace(steps.SEARCH_TILE_8X16, lanes_m=4, interleave=2)}
+
+
+def lane_grid(tile: codegen.Tile) -> pd.DataFrame:
+    """Warp 0's lanes on its grid of micro-tiles: lane, row (its pieces of A) and col (its pieces of B)."""
+    lane = np.arange(32)
+    r0, c0 = lane_coordinates(tile, lane)
+    rows = {v: i for i, v in enumerate(sorted(set(r0.tolist())))}
+    cols = {v: i for i, v in enumerate(sorted(set(c0.tolist())))}
+    return pd.DataFrame({"lane": lane, "row": [rows[v] for v in r0.tolist()],
+                         "col": [cols[v] for v in c0.tolist()]})
+
+
+def pairing_figure(layouts: dict = PAIRING_LAYOUTS):
+    grids = {label: lane_grid(tile) for label, tile in layouts.items()}
+    figure = gemm_plots.lane_grid(grids)
+    shapes = "; ".join(f"{label}: {int(g['row'].max()) + 1} x {int(g['col'].max()) + 1}"
+                       for label, g in grids.items())
+    return with_alt(figure, "Grids of warp 0's 32 lanes on its micro-tiles, each cell naming its lane, "
+                    f"coloured by quarter-warp ({shapes} cells): with lanes in pairs, two lanes of each "
+                    "quarter-warp share a column (the same pieces of B) and lanes share rows (pieces of A).")
+
+
 def pipeline_figure(tiles: int = 4):
     timelines = {"one buffer": pipeline_timeline(tiles),
                  "two buffers": pipeline_timeline(tiles, double_buffer=True)}

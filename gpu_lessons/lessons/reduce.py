@@ -30,6 +30,7 @@ from numba import cuda, typeof
 
 from ..bench import input_sets_needed
 from ..device import WARP_SIZE, device_info
+from ..kernels import divergence as dv
 from ..kernels import reduce as k
 from ..kernels.launch import blocks_per_sm
 from ..kernels.util import poison
@@ -37,9 +38,10 @@ from ..ncu import Case
 from ..occupancy import driver_blocks_per_sm, occupancy, recorded_limits, sm_limits
 from ..plots import reduce as figs
 from ..results import LessonResult, RecordingError
+from ..results.store import provenance
 from ..scoreboard import Comparison
 from ..sim import trace
-from .runner import Run, Section, check_row, cupy_or_none
+from .runner import Run, Section, check_row, cupy_or_none, section_meta
 
 NAME = "reduce"
 TITLE = "Reduce: from one atomic per element to the bandwidth limit"
@@ -67,6 +69,10 @@ WAVE_BLOCKS_PER_SM = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 14, 16, 18, 20, 24, 28,
 # Trees without atomics: tiles streamed from DRAM, and one tile reduced TREE_REPS times.
 TREE_REPS = 1024
 TREE_BLOCKS_PER_SM = [1, 8]
+
+# The notes' divergence rule on a real two-path warp (kernels.divergence): one launch of a full GPU.
+DIVERGENCE_REPS = [1024, 4096]
+DIVERGENCE_BLOCKS_PER_SM = 8
 
 FLOAT_SIZES = [MID, BIG]
 FLOAT_RUNS = 20  # repeated runs per variant in the bits experiment
@@ -387,6 +393,32 @@ def _floating_point(run: Run) -> None:
     run.facts["float_grids"] = grids
 
 
+def _divergence(run: Run) -> None:
+    """The notes' ``threadIdx.x % 2`` if/else: two paths of equal cost split by lane parity (every
+    warp runs both) against the same split by warp parity (each warp runs one), at 8 blocks per SM."""
+    sms = device_info().sms
+    threads = sms * DIVERGENCE_BLOCKS_PER_SM * dv.BLOCK
+    seeds_host = run.rng.random(threads, dtype=np.float32)
+    seeds = cuda.to_device(seeds_host)
+    out = cuda.device_array(threads, np.float32)
+    for reps in DIVERGENCE_REPS:
+        for name in dv.KERNELS:
+            poison(out)
+            run.time(name, lambda _, name=name, reps=reps: dv.launch(name, seeds, out, reps), size=threads,
+                     param=float(reps), bytes_moved=8 * threads, flops=dv.flops(threads, reps))
+            got, want = out.copy_to_host().astype(np.float64), dv.expected(name, seeds_host, reps)
+            wrong = np.flatnonzero(~(np.abs(got - want) <= 1e-5 * np.abs(want) + 1e-6))
+            if wrong.size:
+                t = int(wrong[0])
+                raise AssertionError(f"{name} reps={reps}: thread {t} gave {got[t]!r}, expected {want[t]!r} "
+                                     f"({wrong.size} threads wrong)")
+    for name in dv.KERNELS:
+        run.kernel(name, dv.BY_NAME[name], (seeds, out, np.int32(DIVERGENCE_REPS[0])),
+                   r"^(FFMA|BSSY|BSYNC|BRA|WARPSYNC|ISETP|LOP3)")
+    run.facts["divergence"] = {"threads": threads, "block": dv.BLOCK, "chains": dv.CHAINS,
+                               "blocks_per_sm": DIVERGENCE_BLOCKS_PER_SM, "reps": DIVERGENCE_REPS}
+
+
 SECTIONS = (
     Section("progression", _progression),
     Section("grid", _grid),
@@ -395,6 +427,7 @@ SECTIONS = (
     Section("references", _references),
     Section("trees without atomics", _trees),
     Section("floating point", _floating_point),
+    Section("divergence", _divergence),
 )
 
 
@@ -534,6 +567,12 @@ def check() -> pd.DataFrame:
         rows.append(check_row(f"repeat_{kind} 2 tiles x {reps}",
                               bool(np.all(np.abs(got - expected) <= bounds)),
                               f"each block's partial = {reps} x its tile's sum, within the derived bound"))
+    seeds = rng.random(2 * dv.BLOCK, dtype=np.float32)
+    out = cuda.device_array(seeds.size, np.float32)
+    for name in dv.KERNELS:  # the two-path pair: every thread's chains, on both paths
+        dv.launch(name, cuda.to_device(seeds), out, 3)
+        error = float(np.max(np.abs(out.copy_to_host() - dv.expected(name, seeds, 3))))
+        rows.append(check_row(f"{name} 512 threads x 3 steps", error <= 1e-5, f"largest error {error:.2g}"))
     return pd.DataFrame(rows)
 
 
@@ -986,6 +1025,29 @@ def divergence_model(result: LessonResult, counts: pd.DataFrame | None = None) -
     trees["measured / critical_path_model"] = trees["extra_cycles"] / trees["critical_path_model_cycles"]
     trees["over_sequential"] = trees["extra_cycles"].to_numpy() - base_cost
     return trees.reset_index(drop=True)
+
+
+def two_paths(result: LessonResult) -> pd.DataFrame:
+    """The notes' two-path warp (section ``divergence``): per chain length (reps), the time of the
+    pair split by lane parity (every warp runs both paths) and by warp parity (each warp runs one),
+    their ratio (the notes' rule predicts 2: the sum of both paths), and the FP32 rate of each."""
+    table = result.table
+    rows = table[table["variant"].isin(dv.KERNELS)]
+    if rows.empty:
+        raise RecordingError(f"{result.source}: no rows of the two-path warp ({', '.join(dv.KERNELS)}): "
+                             "a recording made before its section")
+    wide = rows.pivot_table(index="param", columns="variant", values=["median_ms", "gflops"])
+    out = pd.DataFrame({"divergent_ms": wide[("median_ms", "two_paths_divergent")],
+                        "uniform_ms": wide[("median_ms", "two_paths_uniform")],
+                        "uniform_gflops": wide[("gflops", "two_paths_uniform")]})
+    out["divergent / uniform"] = out["divergent_ms"] / out["uniform_ms"]
+    out.index = out.index.astype(int).rename("reps")
+    return out
+
+
+def section_provenance(result: LessonResult, section: str) -> str:
+    """The caption line of a section merged into the recording later (its own device, versions, date)."""
+    return provenance(section_meta(result, section))
 
 
 # -------------------------------------------------- warp shuffles: pure functions of lane indices

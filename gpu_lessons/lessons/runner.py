@@ -177,6 +177,36 @@ def recorded(result: LessonResult) -> LessonResult:
     return replace(result, meta=meta, live=False, source=shown_path(result.source))
 
 
+SECTION_META_KEYS = ("date", "command", "git_revision", "driver", "cuda_runtime", "numba", "numba_cuda",
+                     "python", "sm_clock_mhz", "memory_clock_mhz")
+
+
+def merged(earlier: LessonResult, new: LessonResult, sections: list[str]) -> LessonResult:
+    """A recording with some sections measured again (``gpu-lessons record L --section S --merge``):
+    the earlier recording's rows of the variants ``new`` timed are replaced by ``new``'s rows, its
+    facts and kernels updated with ``new``'s; its meta (date, command, revision: the provenance of
+    every other row) stays, and ``meta["sections"][S]`` records where and when each merged section
+    was measured (``section_meta``). The same GPU only."""
+    if new.meta["slug"] != earlier.meta["slug"]:
+        raise RecordingError(f"{earlier.source}: recorded on {earlier.meta['slug']}, cannot merge a section "
+                             f"measured on {new.meta['slug']}")
+    timed = set(new.table["variant"])
+    kept = earlier.table[~earlier.table["variant"].isin(timed)]
+    table = make_table(pd.concat([kept, new.table], ignore_index=True).to_dict("records"))
+    own = {key: new.meta[key] for key in SECTION_META_KEYS if key in new.meta}
+    meta = {**earlier.meta, "sections": {**earlier.meta.get("sections", {}),
+                                         **{name: {**own, "variants": sorted(timed)} for name in sections}}}
+    evidence = replace(earlier.evidence, facts={**earlier.evidence.facts, **new.evidence.facts},
+                       kernels={**earlier.evidence.kernels, **new.evidence.kernels})
+    return replace(earlier, table=table, meta=meta, evidence=evidence)
+
+
+def section_meta(result: LessonResult, section: str) -> dict:
+    """The meta of a section merged into a recording later (its date, command, versions, clocks), or
+    the recording's own meta when the section was measured with the rest."""
+    return {**result.meta, **result.meta.get("sections", {}).get(section, {})}
+
+
 def cupy_or_none():
     """CuPy, for the library a user would pick instead; None without it (the cu12/cu13 extras bring
     it). Imported on first use: a run without CuPy simply has no reference rows."""

@@ -408,3 +408,38 @@ def stall_reasons(
     finish(fig, ax, title, "warps stalled per issued instruction", "", provenance, legend_loc="upper right")
     ax.grid(False, axis="y")
     return fig
+
+
+def lane_grid(layouts: dict, title: str = "Which lanes of a warp share a piece of A or of B") -> Figure:
+    """One panel per lane layout (``layouts``: label -> DataFrame of lane, row, col: the row and column
+    of the warp's grid of micro-tiles each lane owns). Each cell names its lane; a column's lanes read
+    the same 16-byte pieces of B, a row's the same pieces of A. Colours: the quarter-warp (lanes
+    0-7, 8-15, ...) a 16-byte load serves together."""
+    fig = plt.figure(figsize=(10.5, 1.0 + 1.1 * len(layouts) + 0.32 * sum(
+        int(v["row"].max()) + 1 for v in layouts.values())), layout="constrained")
+    plt.close(fig)
+    heights = [int(v["row"].max()) + 1 for v in layouts.values()]
+    axes = fig.subplots(len(layouts), 1, squeeze=False, height_ratios=heights)[:, 0]
+    for ax, (label, lanes) in zip(axes, layouts.items(), strict=True):
+        rows, cols = int(lanes["row"].max()) + 1, int(lanes["col"].max()) + 1
+        ax.set_xlim(-0.5, cols - 0.5)
+        ax.set_ylim(rows - 0.5, -0.5)
+        for _, lane in lanes.iterrows():
+            quarter = int(lane["lane"]) // 8
+            ax.add_patch(Rectangle((lane["col"] - 0.5, lane["row"] - 0.5), 1, 1, facecolor=PALETTE[quarter],
+                                   alpha=0.35, edgecolor="white", linewidth=2))
+            ax.text(lane["col"], lane["row"], str(int(lane["lane"])), ha="center", va="center",
+                    fontsize=STYLE["note_size"])
+        ax.set_title(label, fontsize=STYLE["label_size"], loc="left")
+        ax.set_xticks(range(cols), [str(c) for c in range(cols)], fontsize=STYLE["tick_size"] - 1)
+        ax.set_yticks(range(rows), [str(r) for r in range(rows)], fontsize=STYLE["tick_size"] - 1)
+        ax.set_xlabel("micro-tile column (its lanes read the same pieces of B)", fontsize=STYLE["tick_size"])
+        ax.set_ylabel("micro-tile row\n(same pieces of A)", fontsize=STYLE["tick_size"])
+        ax.tick_params(length=0)
+        for side in ax.spines.values():
+            side.set_visible(False)
+    handles = [Rectangle((0, 0), 1, 1, facecolor=PALETTE[q], alpha=0.35) for q in range(4)]
+    fig.legend(handles, [f"lanes {8 * q}-{8 * q + 7}" for q in range(4)], loc="outside lower center", ncol=4,
+               fontsize=STYLE["tick_size"], frameon=False)
+    fig.suptitle(title, fontsize=STYLE["title_size"], x=0.01, ha="left")
+    return fig
