@@ -207,8 +207,10 @@ def cmd_record(args) -> int:
         raise CommandError("--merge adds the sections named with --section to a recording: name them")
     _require_gpu("record")
     _writable_data(args.data)
+    if args.ncu_case and not args.ncu_only:
+        raise CommandError("--ncu-case profiles some cases for --ncu-only: add --ncu-only")
     if args.ncu_only:
-        return _record_counters_only(modules, args.data, args.partial)
+        return _record_counters_only(modules, args.data, args.partial, args.ncu_case)
     for module in modules:
         if not _run_checks(module):
             raise CommandError(f"{module.NAME}: correctness checks failed; nothing recorded")
@@ -228,8 +230,7 @@ def cmd_record(args) -> int:
             result = _merged_into_recording(result, args.section, args.data)
         if args.ncu and hasattr(module, "ncu_cases"):
             work = Path(args.partial or "gpu-lessons-out") / module.NAME / "ncu"
-            cases, sources = ncu.profile(["-m", "gpu_lessons.ncu", "launch", module.NAME],
-                                         list(module.NCU_METRICS), work)
+            cases, sources = ncu.profile(ncu.launcher(module.NAME), list(module.NCU_METRICS), work)
             result = result.with_evidence(ncu=cases, sources=sources)
         else:  # keep the counters (and their provenance) of the last ncu run
             result = _with_earlier_counters(result, args.data)
@@ -238,20 +239,30 @@ def cmd_record(args) -> int:
     return 0
 
 
-def _record_counters_only(modules, data: str | None, partial: str | None) -> int:
+def _record_counters_only(modules, data: str | None, partial: str | None, only: list[str] | None) -> int:
     """--ncu-only: profile each lesson's ncu cases and attach the counters to this GPU's recording of
     it (read from --data if it has one, else from the course's data/); timings, facts and kernels stay
-    as recorded, and only the evidence file is written (its sources name the ncu run)."""
+    as recorded, and only the evidence file is written (its sources name the ncu run). With --ncu-case,
+    only those cases are profiled: the recording's other cases keep their counters and sources."""
+    import datetime as dt
+
     from . import device_info, ncu, results
 
     gpu = device_info().slug
     for module in modules:
         if not hasattr(module, "ncu_cases"):
             raise CommandError(f"{module.NAME}: has no ncu cases to profile (--ncu-only)")
+        if only:
+            unknown = [name for name in only if name not in getattr(module, "NCU_CASES", only)]
+            if unknown:
+                raise CommandError(f"{module.NAME}: no ncu case {', '.join(map(repr, unknown))}; its cases: "
+                                   f"{', '.join(module.NCU_CASES)}")
         earlier = _this_gpus_recording(module.NAME, gpu, data)
         work = Path(partial or "gpu-lessons-out") / module.NAME / "ncu"
-        cases, sources = ncu.profile(["-m", "gpu_lessons.ncu", "launch", module.NAME],
-                                     list(module.NCU_METRICS), work)
+        source = "ncu" if not only else "ncu " + dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M")
+        cases, sources = ncu.profile(ncu.launcher(module.NAME, only), list(module.NCU_METRICS), work, source)
+        if only:  # the other cases keep their counters, and the sources those name
+            cases = {**earlier.evidence.ncu, **cases}
         kept = {name: entry for name, entry in earlier.evidence.sources.items() if name not in sources}
         result = earlier.with_evidence(ncu=cases, sources={**kept, **sources})
         path = results.write_evidence(result, root=data)
@@ -401,6 +412,9 @@ def build_parser() -> argparse.ArgumentParser:
     record.add_argument("--ncu-only", action="store_true",
                         help="profile with Nsight Compute and add the counters to this GPU's existing "
                              "recording (writes only <lesson>.evidence.json; no timing is re-measured)")
+    record.add_argument("--ncu-case", action="append", metavar="NAME",
+                        help="with --ncu-only: profile only this case (repeatable); the others keep their "
+                             "counters")
     record.add_argument("--section", action="append", metavar="NAME",
                         help="measure only this section (repeatable; records nothing without --merge)")
     record.add_argument("--merge", action="store_true",

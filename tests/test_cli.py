@@ -273,7 +273,7 @@ def test_ncu_only_adds_counters_to_the_recording_and_leaves_its_timings(tmp_path
     assert evidence["ncu"] == fresh and evidence["sources"]["ncu"]["tool"] == "fake"
     assert evidence["kernels"]  # the recording's own evidence stays
     assert (tmp_path / gpu / "reduce.csv").read_bytes() == csv_before
-    assert calls == [["-m", "gpu_lessons.ncu", "launch", "reduce"]]
+    assert calls == [["-m", "gpu_lessons.ncu_launch", "reduce"]]
 
 
 def test_ncu_only_needs_a_recording_of_this_gpu(tmp_path, monkeypatch, capsys):

@@ -592,18 +592,77 @@ def _kernels(run: Run) -> None:
     run.facts["tiles"] = {v.name: repr(v.tile) for v in VARIANTS if v.tile is not None}
 
 
+# Rounding once, beforehand (issue 27, item 15): ``cvt.rna`` in the kernel converts every fragment on
+# every load; rounding A and B once and giving them to the kernel without it should keep the rounded
+# accuracy at the unrounded speed. Timed in its own section (``record tensor_cores --section "rounded
+# once" --merge``), with the two kernels it sits between re-timed beside it under their own names.
+ONCE_SHAPE = "4096^3"
+ONCE_TILE = tc.TcTile(round_inputs=False)  # warp_tile's tile without cvt.rna
+ONCE_VARIANTS = {  # name: (what, precision)
+    "once: warp_tile": ("warp_tile as in the steps: cvt.rna on every fragment load", "tf32"),
+    "once: warp_tile unrounded": ("no cvt.rna: the tensor cores cut A and B", "tf32 cut"),
+    "once: prerounded inputs": ("no cvt.rna, on A and B rounded to TF32 beforehand (rounding not timed)",
+                                "tf32"),
+    "once: round A, B + prerounded": ("round_tf32 of A and B, then the kernel without cvt.rna, timed "
+                                      "together", "tf32"),
+}
+
+
+def _rounded_once(run: Run) -> None:
+    """warp_tile with cvt.rna, without it, and without it on inputs rounded once (the rounding timed apart
+    and with the GEMM) at ``ONCE_SHAPE``, on the same inputs; errors in ``facts["rounded_once_errors"]``."""
+    run.shared("compiled", prepare)
+    m, n, k = SHAPES[ONCE_SHAPE]
+    sets = input_sets(ONCE_SHAPE)
+    pairs = inputs(ONCE_SHAPE, sets)
+    rows = sample_rows(m)
+    reference = pairs[0][0][rows].astype(np.float64) @ pairs[0][1].astype(np.float64)
+    da = [cuda.to_device(a) for a, _ in pairs]
+    db = [cuda.to_device(b) for _, b in pairs]
+    ra = [cuda.device_array_like(a) for a in da]
+    rb = [cuda.device_array_like(b) for b in db]
+    dc = [cuda.device_array((m, n), np.float32) for _ in range(sets)]
+    for s in range(sets):
+        tc.round_tf32(da[s], ra[s])
+        tc.round_tf32(db[s], rb[s])
+    common = {"size": m * n * k, "bytes_moved": 4 * (m * k + k * n + m * n), "flops": 2 * m * n * k,
+              "input_sets": sets}
+
+    def rounded_then_gemm(s):
+        tc.round_tf32(da[s], ra[s])
+        tc.round_tf32(db[s], rb[s])
+        tc_codegen.launch(ONCE_TILE, ra[s], rb[s], dc[s])
+
+    launches = {
+        "once: warp_tile": lambda s: tc_codegen.launch(tc.WARP_TILE, da[s], db[s], dc[s]),
+        "once: warp_tile unrounded": lambda s: tc_codegen.launch(ONCE_TILE, da[s], db[s], dc[s]),
+        "once: prerounded inputs": lambda s: tc_codegen.launch(ONCE_TILE, ra[s], rb[s], dc[s]),
+        "once: round A, B + prerounded": rounded_then_gemm,
+    }
+    errors = run.facts.setdefault("rounded_once_errors", [])
+    for name, launch in launches.items():
+        _poisoned(dc)
+        run.time(name, launch, **common)
+        _all_written(name, ONCE_SHAPE, dc)
+        errors.append(_error_row(name, ONCE_SHAPE, ONCE_VARIANTS[name][1], dc[0], rows, reference))
+
+
 SECTIONS = (
     *(_gemm_section(shape) for shape in SHAPES),
     Section("edge shapes", _edge_shapes),
     Section("cublas tf32", _cublas_tf32),
     Section("mma ceiling", _mma_ceiling),
     Section("kernels", _kernels),
+    Section("rounded once", _rounded_once),
 )
 
 
 # ----------------------------------------------------------------------------- Nsight Compute
 
 NCU_SHAPE = "2048^3"
+ROOF_SHAPE = "4096^3"  # the roofline's shape: the tiled TF32 kernels profiled there too (L2 and DRAM bytes)
+ROOF_NCU_KERNELS = ("mma_shared", "mma_async", "warp_tile", "warp_tile_64x64")
+ROOF_NCU_CASES = tuple(f"{name} {ROOF_SHAPE}" for name in ROOF_NCU_KERNELS)
 NCU_CASES = (
     "cublas sgemm",
     "mma_global",
@@ -614,6 +673,7 @@ NCU_CASES = (
     "warp_tile_64x64",
     LESSON6,
     *SIMT_PIPELINES,
+    *ROOF_NCU_CASES,
 )
 NCU_METRICS = (
     "gpu__time_duration.sum",
@@ -627,6 +687,8 @@ NCU_METRICS = (
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
     "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+    "lts__t_sectors_srcunit_tex_op_read.sum",
     "lts__t_sector_hit_rate.pct",
     "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
     "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
@@ -651,6 +713,8 @@ NCU_SHORT = {
     "shared_load_wavefronts": "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
     "warps_active": "sm__warps_active.avg.pct_of_peak_sustained_active",
     "dram_read": "dram__bytes_read.sum",
+    "dram_write": "dram__bytes_write.sum",
+    "l2_read_sectors": "lts__t_sectors_srcunit_tex_op_read.sum",
     "long_scoreboard": "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",
     "short_scoreboard": "smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio",
     "dispatch_stall": "smsp__average_warps_issue_stalled_dispatch_stall_per_issue_active.ratio",
@@ -670,13 +734,21 @@ NCU_SHORT = {
 
 
 def ncu_cases() -> list[Case]:
-    """One kernel launch each at 2048^3. The profiled process launches nothing else: inputs are copied
-    from the host, and C is poisoned by a copy from the host before each launch; each case's check
-    compares sampled rows with float64. Under ``record --ncu`` the kernels come from numba's disk cache,
-    which the run's compile filled (the generated-source folder is in the environment this process
-    inherits)."""
-    m, n, k = SHAPES[NCU_SHAPE]
-    ((a_host, b_host),) = inputs(NCU_SHAPE, 1)
+    """One kernel launch each, at 2048^3 (``ROOF_NCU_CASES``: at 4096^3). The profiled process launches
+    nothing else: inputs are copied from the host, and C is poisoned by a copy from the host before each
+    launch; each case's check compares sampled rows with float64. Under ``record --ncu`` the kernels come
+    from numba's disk cache, which the run's compile filled (the generated-source folder is in the
+    environment this process inherits)."""
+    cases = []
+    for shape, names in ((NCU_SHAPE, NCU_CASES[:len(NCU_CASES) - len(ROOF_NCU_CASES)]),
+                         (ROOF_SHAPE, ROOF_NCU_CASES)):
+        cases += _ncu_cases_at(shape, names)
+    return cases
+
+
+def _ncu_cases_at(shape: str, names: tuple[str, ...]) -> list[Case]:
+    m, n, k = SHAPES[shape]
+    ((a_host, b_host),) = inputs(shape, 1)
     rows = sample_rows(m)
     reference = a_host[rows].astype(np.float64) @ b_host.astype(np.float64)
     poisoned = np.full((m, n), np.nan, np.float32)
@@ -702,13 +774,15 @@ def ncu_cases() -> list[Case]:
 
     cases = []
     cp = cupy_or_none()
-    if cp is not None:  # cuBLAS's kernel names all hold "gemm" (at 2048^3: cutlass_80_simt_sgemm_...)
+    if cp is not None and "cublas sgemm" in names:  # cuBLAS's kernel names all hold "gemm"
         ca, cb, cc = cp.asarray(a), cp.asarray(b), cp.asarray(c)
         cases.append(
             Case("cublas sgemm", "gemm", launched(lambda: cp.matmul(ca, cb, out=cc)), checked("fp32"))
         )
-    for name in NCU_CASES[1:]:
-        variant = BY_NAME[name]
+    for name in names:
+        if name == "cublas sgemm":
+            continue
+        variant = BY_NAME[name.removesuffix(f" {shape}")]
         cases.append(
             Case(
                 name,
