@@ -276,6 +276,46 @@ def test_ncu_only_adds_counters_to_the_recording_and_leaves_its_timings(tmp_path
     assert calls == [["-m", "gpu_lessons.ncu_launch", "reduce"]]
 
 
+def test_ncu_case_profiles_some_cases_and_keeps_the_others(tmp_path, monkeypatch, capsys):
+    """`record LESSON --ncu-only --ncu-case NAME`: only that case is launched under ncu; the recording's
+    other cases keep their counters and sources; an unknown case is one line."""
+    from gpu_lessons import cli, ncu
+    from gpu_lessons import device as device_module
+    from gpu_lessons.lessons import tensor_cores
+
+    gpu = "nvidia-h200"
+    (tmp_path / gpu).mkdir()
+    for suffix in (".csv", ".meta.json", ".evidence.json"):
+        shutil.copy(DATA / gpu / f"tensor_cores{suffix}", tmp_path / gpu)
+    before = json.loads((tmp_path / gpu / "tensor_cores.evidence.json").read_text())
+    case = tensor_cores.ROOF_NCU_CASES[0]
+    calls = []
+
+    def fake_profile(launcher, metrics, workdir, source="ncu", ncu="ncu"):
+        calls.append(launcher)
+        return ({case: {"kernel": "k", "source": source, "metrics": {"m": 7}}},
+                {source: {"tool": "fake"}})
+
+    class FakeInfo:
+        slug = gpu
+
+    monkeypatch.setattr(cli, "_require_gpu", lambda command: None)
+    monkeypatch.setattr(ncu, "profile", fake_profile)
+    monkeypatch.setattr(gpu_lessons, "device_info", lambda: FakeInfo(), raising=False)
+    monkeypatch.setattr(device_module, "device_info", lambda: FakeInfo())
+    assert main(["record", "tensor_cores", "--ncu-only", "--ncu-case", case, "--data", str(tmp_path),
+                 "--partial", str(tmp_path / "work")]) == 0
+    assert calls == [["-m", "gpu_lessons.ncu_launch", "tensor_cores", f"--case={case}"]]
+    after = json.loads((tmp_path / gpu / "tensor_cores.evidence.json").read_text())
+    assert set(after["ncu"]) == set(before["ncu"]) | {case}
+    assert all(after["ncu"][name] == entry for name, entry in before["ncu"].items())
+    assert set(after["sources"]) == set(before["sources"]) | {after["ncu"][case]["source"]}
+    capsys.readouterr()
+    assert main(["record", "tensor_cores", "--ncu-only", "--ncu-case", "nope", "--data", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "no ncu case 'nope'" in err
+
+
 def test_ncu_only_needs_a_recording_of_this_gpu(tmp_path, monkeypatch, capsys):
     from gpu_lessons import cli
     from gpu_lessons import device as device_module
