@@ -101,7 +101,7 @@ def cmd_notebooks(args) -> int:
     from . import course
 
     try:
-        written = course.copy_notebooks(args.folder, force=args.force)
+        written, backups = course.copy_notebooks(args.folder, force=args.force)
     except course.CopyError as error:
         raise CommandError(str(error)) from None
     folder = Path(args.folder).expanduser()
@@ -109,6 +109,10 @@ def cmd_notebooks(args) -> int:
     deep = sum(1 for path in notebooks if "deep_dives" in path.relative_to(folder).parts)
     print(f"copied {len(notebooks)} notebooks ({len(notebooks) - deep} lessons, {deep} in deep_dives/) "
           f"to {folder}/")
+    if args.force:
+        kept = ", ".join(path.relative_to(folder).as_posix() for path in backups)
+        note = f", each kept first as a backup: {kept}" if backups else " (none differed from the course's)"
+        print(f"replaced {len(backups)} edited file(s){note}")
     print(f"open them with: jupyter lab {folder}")
     if shutil.which("jupyter-lab") is None:
         print("(JupyterLab is not installed in this environment: python3 -m pip install jupyterlab)")
@@ -116,7 +120,10 @@ def cmd_notebooks(args) -> int:
 
 
 def _run_checks(module) -> bool:
-    checks = module.check()
+    return _report_checks(module, module.check())
+
+
+def _report_checks(module, checks) -> bool:
     failed = checks[~checks["passed"]]
     print(f"{module.NAME}: {len(checks) - len(failed)}/{len(checks)} correctness checks passed")
     if len(failed):
@@ -124,15 +131,18 @@ def _run_checks(module) -> bool:
     return failed.empty
 
 
-def _save_figures(module, result, roof: dict, out: Path, suffix: str = "") -> None:
+def _save_figures(module, result, roof: dict, out: Path, suffix: str = "") -> int:
+    """Write the lesson's figures as PNG under out/<lesson>/; returns how many."""
     from . import plots
 
-    for name, figure in module.figures(result, roof).items():
+    figures = module.figures(result, roof)
+    for name, figure in figures.items():
         path = out / module.NAME / f"{name}{suffix}.png"
         try:
             print(f"figure: {plots.save(figure, path)}")
         except OSError as error:  # a folder without write permission, a full disk
             raise CommandError(f"cannot write {path}: {error.strerror or error}") from None
+    return len(figures)
 
 
 def _figure_folder(out: str) -> Path:
@@ -148,7 +158,7 @@ def _figure_folder(out: str) -> Path:
 
 
 def cmd_run(args) -> int:
-    modules = _pick(args.lessons, include_ceilings=False)
+    modules = _pick(args.lessons, include_ceilings=bool(args.lessons))  # ceilings when named
     from . import SIMULATED, describe, lessons, results
     from .lessons import ceilings, runner
 
@@ -157,25 +167,43 @@ def cmd_run(args) -> int:
     recorded = {m.NAME: runner.load(m, live=False) for m in modules} if SIMULATED else {}
     roof = lessons.roof() if SIMULATED else None
     print(describe())
-    ok = True
+    verdicts = []
     for module in modules:
-        ok = _run_checks(module) and ok
+        checks = module.check()
+        passed = _report_checks(module, checks)
+        measured = True
         if SIMULATED:
             result = recorded[module.NAME]
             print(f"No GPU: showing the reference recording {result.source}")
         else:
-            roof = lessons.roof(runner.measure(ceilings, show_progress=not args.no_progress))
-            result = runner.measure(module, show_progress=not args.no_progress)
-            ok = not result.failures and ok
+            live_roof = runner.measure(ceilings, show_progress=not args.no_progress)
+            roof = lessons.roof(live_roof)
+            result = live_roof if module is ceilings else runner.measure(module,
+                                                                          show_progress=not args.no_progress)
+            measured = not result.failures
         _print_table(_summary(result.table), f"{module.TITLE} ({result.provenance})")
-        _save_figures(module, result, roof, out)
+        figures = _save_figures(module, result, roof, out)
         if not SIMULATED:  # beside a live run, the same figures from the reference recording
             try:
                 reference = runner.load(module, live=False)
             except results.MissingRecordingError:
-                continue
-            _save_figures(module, reference, lessons.roof(), out, f"_reference_{reference.gpu}")
-    return 0 if ok else 1
+                reference = None
+            if reference is not None:
+                suffix = f"_reference_{reference.gpu}"
+                figures += _save_figures(module, reference, lessons.roof(), out, suffix)
+        verdicts.append({"lesson": module.NAME, "checks": f"{int(checks['passed'].sum())}/{len(checks)}",
+                         "measurements": "recorded" if SIMULATED else ("live" if measured else "FAILED"),
+                         "figures": figures, "verdict": "ok" if passed and measured else "FAILED"})
+    _print_verdicts(verdicts, out)
+    return 0 if all(v["verdict"] == "ok" for v in verdicts) else 1
+
+
+def _print_verdicts(verdicts: list[dict], out: Path) -> None:
+    """The run's last lines: one row per lesson, so that the verdicts are not buried in the tables."""
+    import pandas as pd
+
+    print()
+    _print_table(pd.DataFrame(verdicts), f"Summary: {len(verdicts)} lesson(s), figures under {_shown(out)}/")
 
 
 def _require_gpu(command: str) -> None:

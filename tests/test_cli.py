@@ -66,6 +66,22 @@ def test_run_on_simulator_checks_and_plots_the_recording(tmp_path, capsys, monke
     assert "correctness checks passed" in out and "NVIDIA H200" in out
     figures = sorted(p.name for p in (tmp_path / "roofline").glob("*.png"))
     assert figures == ["bandwidth_vs_size.png", "roofline.png"]
+    summary = out[out.index("Summary: 1 lesson(s)"):]  # the verdicts close the output, one row each
+    assert "roofline" in summary and "recorded" in summary and "ok" in summary
+    assert len(summary.splitlines()) <= 8
+
+
+@pytest.mark.simulator_only("without a GPU, run shows the recording; on a GPU it measures first")
+def test_run_ceilings_shows_the_roof(tmp_path, capsys, monkeypatch):
+    import pandas as pd
+
+    from gpu_lessons.lessons import ceilings
+
+    monkeypatch.setattr(ceilings, "check", lambda: pd.DataFrame(
+        {"check": ["stand-in"], "passed": [True], "detail": [""]}))
+    status, out, err = on_the_simulator(["run", "ceilings", "--out", str(tmp_path), "--no-progress"], capsys)
+    assert status == 0, err
+    assert "unknown lesson" not in err and "Summary: 1 lesson(s)" in out and "ceilings" in out
 
 
 def test_broken_recording_is_a_clear_error(tmp_path, monkeypatch, capsys):
@@ -102,7 +118,10 @@ def test_readme_shows_the_current_scoreboard():
     from gpu_lessons.scoreboard import format_scoreboard, scoreboard
 
     readme = (DATA.parent / "README.md").read_text()
-    assert format_scoreboard(scoreboard(comparisons())) in readme, "regenerate the README scoreboard"
+    board = format_scoreboard(scoreboard(comparisons()))
+    assert readme.count(board) == 1, "regenerate the README scoreboard (once)"
+    for line in (line for line in board.splitlines() if line.startswith("Measured on")):
+        assert readme.count(line) == 1, f"the README prints this provenance line more than once: {line}"
 
 
 def test_scoreboard_for_an_unrecorded_gpu_is_one_line_naming_the_recorded_ones(capsys):
@@ -224,9 +243,19 @@ def test_notebooks_copy_out_and_refuse_to_overwrite(tmp_path, capsys):
     assert captured.err.count("\n") == 1 and "is not empty" in captured.err and "--force" in captured.err
     assert mine.read_text() == "my answers"
     (folder / "notes.txt").write_text("kept")
+    capsys.readouterr()
     assert main(["notebooks", str(folder), "--force"]) == 0
     assert mine.read_bytes() == (course.notebooks_folder() / "01_roofline.ipynb").read_bytes()
     assert (folder / "notes.txt").read_text() == "kept"
+    assert (folder / "01_roofline.ipynb.bak").read_text() == "my answers"  # the edited copy, kept
+    out = capsys.readouterr().out
+    assert "replaced 1 edited file(s), each kept first as a backup: 01_roofline.ipynb.bak" in out
+    mine.write_text("my second answers")
+    assert main(["notebooks", str(folder), "--force"]) == 0
+    assert (folder / "01_roofline.ipynb.bak2").read_text() == "my second answers"  # the first backup stays
+    assert (folder / "01_roofline.ipynb.bak").read_text() == "my answers"
+    assert main(["notebooks", str(folder), "--force"]) == 0
+    assert "replaced 0 edited file(s) (none differed" in capsys.readouterr().out
     afile = tmp_path / "afile"
     afile.write_text("")
     assert main(["notebooks", str(afile)]) == 2

@@ -314,12 +314,13 @@ def check_pipeline(kernel) -> object:
                                                f"{hint}")
             copies = len(log.landed)
             if copies < 32 * tiles or len(log.issued) != copies:
-                return report(name, False, f"{tiles} tile(s): {copies} of {32 * tiles} cp.async copies landed "
-                                           "(plain stores do not count). Hint: keep the copies as given")
+                return report(name, False, f"{tiles} tile(s): {copies} of {32 * tiles} cp.async copies "
+                                           "landed (plain stores do not count). Hint: keep the copies as "
+                                           "given")
             if tiles > 1 and not any(in_flight for _, in_flight in log.waits):
-                return report(name, False, f"{tiles} tile(s): the outputs are right, but no copy was in flight "
-                                           "after any wait: the pipeline never overlaps a copy with work. "
-                                           f"{hint}")
+                return report(name, False, f"{tiles} tile(s): the outputs are right, but no copy was in "
+                                           "flight after any wait: the pipeline never overlaps a copy with "
+                                           f"work. {hint}")
         return report(name, True, f"{len(PIPELINE_TILES)} runs ({', '.join(map(str, PIPELINE_TILES))} tiles) "
                                   "right, one tile in flight while each is read")
 
