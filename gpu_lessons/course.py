@@ -17,6 +17,7 @@ import os
 import shutil
 from pathlib import Path
 
+REPOSITORY = "https://github.com/lcpu-club/gpu-lessons"  # where the course lives: clone it to run it
 PACKAGE = Path(__file__).resolve().parent
 CHECKOUT = PACKAGE.parent
 SHIPPED = PACKAGE / "_course"  # in an installed wheel only

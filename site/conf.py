@@ -31,6 +31,7 @@ myst_heading_anchors = 3  # [see ...](other.ipynb#a-section) links between noteb
 html_theme = "sphinx_book_theme"
 html_static_path = ["_static"]
 html_css_files = ["site.css"]
+html_js_files = ["search-excerpt.js"]  # search excerpts start at the page's text, not its header buttons
 html_favicon = "_static/favicon.svg"
 html_sourcelink_suffix = ""  # _sources/<page>.ipynb is the notebook itself: the download link
 html_last_updated_fmt = None
