@@ -45,6 +45,8 @@ html_theme_options = {
     "use_download_button": True,
     "use_fullscreen_button": False,
     "footer_content_items": ["copyright.html"],
+    # the landing page's scoreboard needs the width: no "contents" column there
+    "secondary_sidebar_items": {"**": ["page-toc"], "index": []},
     "navbar_persistent": [],  # the sidebar has the search field: no second one in a top bar
     # a visible "download the notebook" link at the top of each notebook page
     "article_header_end": ["notebook-download.html", "article-header-buttons.html"],
