@@ -1005,6 +1005,47 @@ def simt_pipeline(result: LessonResult, counters: LessonResult | None = None) ->
     return pd.DataFrame(rows).set_index("kernel")
 
 
+def rounded_once(result: LessonResult) -> pd.DataFrame:
+    """The "rounded once" section (4096^3): each kernel's TFLOP/s and relative error against float64 (empty
+    for a recording without the section)."""
+    names = list(ONCE_VARIANTS)
+    rows = _gemm_rows(result.table)
+    rows = rows[rows["variant"].isin(names) & (rows["shape"] == ONCE_SHAPE)].set_index("variant")
+    found = pd.DataFrame(result.evidence.facts.get("rounded_once_errors", []),
+                         columns=["variant", "shape", "relative_error"])
+    table = pd.DataFrame({"what": {n: ONCE_VARIANTS[n][0] for n in names}})
+    table["tflops"] = rows["tflops"]
+    table["relative_error"] = found.set_index("variant")["relative_error"] if len(found) else np.nan
+    return table.dropna(subset=["tflops"])
+
+
+def roof_counters(result: LessonResult, roof: dict) -> pd.DataFrame:
+    """The tiled TF32 kernels profiled at ``ROOF_SHAPE`` (Nsight Compute): tensor pipe busy, DRAM bytes
+    (read + written) and L2 bytes read by the SMs (sectors x 32), the FLOP per byte of each, and the
+    share of the measured bandwidth roof (``roof["bandwidth_gbps"]``) the DRAM traffic used in the
+    profiled launch. Empty when the recording has no such counters."""
+    m, n, k = SHAPES[ROOF_SHAPE]
+    flops = 2 * m * n * k
+    rows = []
+    for name, case in zip(ROOF_NCU_KERNELS, ROOF_NCU_CASES, strict=True):
+        entry = result.evidence.ncu.get(case)
+        if entry is None:
+            continue
+        metrics = entry["metrics"]
+        dram = metrics.get(NCU_SHORT["dram_read"], np.nan) + metrics.get(NCU_SHORT["dram_write"], np.nan)
+        l2 = 32 * metrics.get(NCU_SHORT["l2_read_sectors"], np.nan)
+        seconds = metrics[NCU_SHORT["time_ns"]] / 1e9
+        rows.append({"kernel": name, "tile_intensity": tile_intensity(name),
+                     "tensor_pipe": metrics.get(NCU_SHORT["tensor_pipe"], np.nan),
+                     "tflops_profiled": flops / seconds / 1e12,
+                     "dram_gb": dram / 1e9, "l2_read_gb": l2 / 1e9,
+                     "flop_per_dram_byte": flops / dram, "flop_per_l2_byte": flops / l2,
+                     "dram_share_of_roof": dram / seconds / 1e9 / roof["bandwidth_gbps"]})
+    columns = ["kernel", "tile_intensity", "tensor_pipe", "tflops_profiled", "dram_gb", "l2_read_gb",
+               "flop_per_dram_byte", "flop_per_l2_byte", "dram_share_of_roof"]
+    return pd.DataFrame(rows, columns=columns).set_index("kernel")
+
+
 SCHEDULERS_PER_SM = 4  # warp schedulers per SM, each issuing at most one warp instruction a cycle
 ISSUE_MODEL_KERNELS = (LESSON6, *SIMT_PIPELINES, "cublas sgemm")
 STALLS = ("long_scoreboard", "short_scoreboard", "dispatch_stall", "barrier", "math_throttle", "not_selected",
