@@ -675,6 +675,7 @@ NCU_CASES = (
     *SIMT_PIPELINES,
     *ROOF_NCU_CASES,
 )
+SHAPE_NCU_CASES = NCU_CASES[: len(NCU_CASES) - len(ROOF_NCU_CASES)]  # those at NCU_SHAPE
 NCU_METRICS = (
     "gpu__time_duration.sum",
     "smsp__issue_active.avg.pct_of_peak_sustained_active",
@@ -740,8 +741,7 @@ def ncu_cases() -> list[Case]:
     from numba's disk cache, which the run's compile filled (the generated-source folder is in the
     environment this process inherits)."""
     cases = []
-    for shape, names in ((NCU_SHAPE, NCU_CASES[:len(NCU_CASES) - len(ROOF_NCU_CASES)]),
-                         (ROOF_SHAPE, ROOF_NCU_CASES)):
+    for shape, names in ((NCU_SHAPE, SHAPE_NCU_CASES), (ROOF_SHAPE, ROOF_NCU_CASES)):
         cases += _ncu_cases_at(shape, names)
     return cases
 
@@ -958,7 +958,7 @@ def roofline_points(result: LessonResult, shape: str = "4096^3") -> pd.DataFrame
     return pd.DataFrame(points)
 
 
-def ncu_table(result: LessonResult, cases=NCU_CASES) -> pd.DataFrame:
+def ncu_table(result: LessonResult, cases=SHAPE_NCU_CASES) -> pd.DataFrame:
     """The recorded counters, one row per case (those recorded), short metric names as columns (NaN
     where a metric was not recorded); empty for a run without ``--ncu``."""
     ncu = result.evidence.ncu
