@@ -237,3 +237,21 @@ def test_rounded_once_section_times_four_kernels_and_keeps_their_errors(monkeypa
     assert cut > 1.5 * rounded
     assert found["once: prerounded inputs"] == pytest.approx(rounded, rel=0.05)
     assert found["once: round A, B + prerounded"] == found["once: prerounded inputs"]
+
+
+def test_roof_counters_put_bytes_and_flops_of_each_level_side_by_side(recorded):
+    """The 4096^3 cases' counters: FLOP per DRAM byte (read + written) and per L2 byte the SMs read."""
+    case = lesson.ROOF_NCU_CASES[0]
+    metrics = {lesson.NCU_SHORT["dram_read"]: 1.0e9, lesson.NCU_SHORT["dram_write"]: 0.25e9,
+               lesson.NCU_SHORT["l2_read_sectors"]: 2.0e9 / 32, lesson.NCU_SHORT["tensor_pipe"]: 20.0,
+               lesson.NCU_SHORT["time_ns"]: 4.0e6}
+    entry = {"kernel": "tc_gemm_generated", "source": "ncu", "metrics": metrics}
+    fake = recorded.with_evidence(ncu={case: entry})
+    table = lesson.roof_counters(fake, {"bandwidth_gbps": 4000.0})
+    row = table.loc[lesson.ROOF_NCU_KERNELS[0]]
+    flops = 2 * 4096**3
+    assert row["flop_per_dram_byte"] == pytest.approx(flops / 1.25e9)
+    assert row["flop_per_l2_byte"] == pytest.approx(flops / 2.0e9)
+    assert row["dram_share_of_roof"] == pytest.approx(1.25e9 / 4e-3 / 4e12)
+    assert row["tflops_profiled"] == pytest.approx(flops / 4e-3 / 1e12)
+    assert list(table.index) == [lesson.ROOF_NCU_KERNELS[0]]
