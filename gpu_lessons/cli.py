@@ -111,7 +111,7 @@ def cmd_notebooks(args) -> int:
     from . import course
 
     try:
-        written = course.copy_notebooks(args.folder, force=args.force)
+        written, backups = course.copy_notebooks(args.folder, force=args.force)
     except course.CopyError as error:
         raise CommandError(str(error)) from None
     folder = Path(args.folder).expanduser()
@@ -119,6 +119,10 @@ def cmd_notebooks(args) -> int:
     deep = sum(1 for path in notebooks if "deep_dives" in path.relative_to(folder).parts)
     print(f"copied {len(notebooks)} notebooks ({len(notebooks) - deep} lessons, {deep} in deep_dives/) "
           f"to {folder}/")
+    if args.force:
+        kept = ", ".join(path.relative_to(folder).as_posix() for path in backups)
+        note = f", each kept first as a backup: {kept}" if backups else " (none differed from the course's)"
+        print(f"replaced {len(backups)} edited file(s){note}")
     print(f"open them with: jupyter lab {folder}")
     if shutil.which("jupyter-lab") is None:
         print("(JupyterLab is not installed in this environment: python3 -m pip install jupyterlab)")
@@ -126,7 +130,10 @@ def cmd_notebooks(args) -> int:
 
 
 def _run_checks(module) -> bool:
-    checks = module.check()
+    return _report_checks(module, module.check())
+
+
+def _report_checks(module, checks) -> bool:
     failed = checks[~checks["passed"]]
     if checks.empty and checks.attrs.get("left_out"):
         print(f"{module.NAME}: no correctness check can run on this GPU (see the line above)")
@@ -137,15 +144,18 @@ def _run_checks(module) -> bool:
     return failed.empty
 
 
-def _save_figures(module, result, roof: dict, out: Path, suffix: str = "") -> None:
+def _save_figures(module, result, roof: dict, out: Path, suffix: str = "") -> int:
+    """Write the lesson's figures as PNG under out/<lesson>/; returns how many."""
     from . import plots
 
-    for name, figure in module.figures(result, roof).items():
+    figures = module.figures(result, roof)
+    for name, figure in figures.items():
         path = out / module.NAME / f"{name}{suffix}.png"
         try:
             print(f"figure: {plots.save(figure, path)}")
         except OSError as error:  # a folder without write permission, a full disk
             raise CommandError(f"cannot write {path}: {error.strerror or error}") from None
+    return len(figures)
 
 
 def _figure_folder(out: str) -> Path:
@@ -161,7 +171,7 @@ def _figure_folder(out: str) -> Path:
 
 
 def cmd_run(args) -> int:
-    modules = _pick(args.lessons, include_ceilings=False)
+    modules = _pick(args.lessons, include_ceilings=bool(args.lessons))  # ceilings when named
     from . import SIMULATED, describe, lessons, results
     from .lessons import ceilings, runner
 
@@ -171,27 +181,44 @@ def cmd_run(args) -> int:
     print(describe())
     # The roof live results are divided by: this GPU's, measured now (once); on the simulator, the
     # recording's own GPU's
-    roof = None if SIMULATED else lessons.roof(runner.measure(ceilings, show_progress=not args.no_progress))
-    ok = True
+    live_roof = None if SIMULATED else runner.measure(ceilings, show_progress=not args.no_progress)
+    roof = None if SIMULATED else lessons.roof(live_roof)
+    verdicts = []
     for module in modules:
-        ok = _run_checks(module) and ok
+        checks = module.check()
+        passed = _report_checks(module, checks)
+        measured = True
         if SIMULATED:
             result = recorded[module.NAME]
             roof = lessons.roof(gpu=result.gpu)
             print(f"No GPU: showing the reference recording {result.source}")
         else:
-            result = runner.measure(module, show_progress=not args.no_progress)
-            ok = not result.failures and ok
+            result = live_roof if module is ceilings else runner.measure(module,
+                                                                          show_progress=not args.no_progress)
+            measured = not result.failures
         _print_table(_summary(result.table), f"{module.TITLE} ({result.provenance})")
-        _save_figures(module, result, roof, out)
+        figures = _save_figures(module, result, roof, out)
         if not SIMULATED:  # beside a live run, the same figures from the reference recording
             try:
                 reference = runner.load(module, live=False)
             except results.MissingRecordingError:
-                continue
-            reference_roof = lessons.roof(gpu=reference.gpu)
-            _save_figures(module, reference, reference_roof, out, f"_reference_{reference.gpu}")
-    return 0 if ok else 1
+                reference = None
+            if reference is not None:
+                suffix = f"_reference_{reference.gpu}"
+                figures += _save_figures(module, reference, lessons.roof(gpu=reference.gpu), out, suffix)
+        verdicts.append({"lesson": module.NAME, "checks": f"{int(checks['passed'].sum())}/{len(checks)}",
+                         "measurements": "recorded" if SIMULATED else ("live" if measured else "FAILED"),
+                         "figures": figures, "verdict": "ok" if passed and measured else "FAILED"})
+    _print_verdicts(verdicts, out)
+    return 0 if all(v["verdict"] == "ok" for v in verdicts) else 1
+
+
+def _print_verdicts(verdicts: list[dict], out: Path) -> None:
+    """The run's last lines: one row per lesson, so that the verdicts are not buried in the tables."""
+    import pandas as pd
+
+    print()
+    _print_table(pd.DataFrame(verdicts), f"Summary: {len(verdicts)} lesson(s), figures under {_shown(out)}/")
 
 
 def _require_gpu(command: str) -> None:
@@ -225,8 +252,10 @@ def cmd_record(args) -> int:
         raise CommandError("--merge keeps the recording's ncu counters: leave out --ncu")
     _require_gpu("record")
     _writable_data(args.data)
+    if args.ncu_case and not args.ncu_only:
+        raise CommandError("--ncu-case profiles some cases for --ncu-only: add --ncu-only")
     if args.ncu_only:
-        return _record_counters_only(modules, args.data, args.partial)
+        return _record_counters_only(modules, args.data, args.partial, args.ncu_case)
     for module in modules:
         if not _run_checks(module):
             raise CommandError(f"{module.NAME}: correctness checks failed; nothing recorded")
@@ -247,8 +276,7 @@ def cmd_record(args) -> int:
             result = runner.merged(earlier, result, args.section)
         if args.ncu and hasattr(module, "ncu_cases"):
             work = Path(args.partial or "gpu-lessons-out") / module.NAME / "ncu"
-            cases, sources = ncu.profile(["-m", "gpu_lessons.ncu", "launch", module.NAME],
-                                         list(module.NCU_METRICS), work)
+            cases, sources = ncu.profile(ncu.launcher(module.NAME), list(module.NCU_METRICS), work)
             result = result.with_evidence(ncu=cases, sources=sources)
         else:  # keep the counters (and their provenance) of the last ncu run
             result = _with_earlier_counters(result, args.data)
@@ -257,20 +285,30 @@ def cmd_record(args) -> int:
     return 0
 
 
-def _record_counters_only(modules, data: str | None, partial: str | None) -> int:
+def _record_counters_only(modules, data: str | None, partial: str | None, only: list[str] | None) -> int:
     """--ncu-only: profile each lesson's ncu cases and attach the counters to this GPU's recording of
     it (read from --data if it has one, else from the course's data/); timings, facts and kernels stay
-    as recorded, and only the evidence file is written (its sources name the ncu run)."""
+    as recorded, and only the evidence file is written (its sources name the ncu run). With --ncu-case,
+    only those cases are profiled: the recording's other cases keep their counters and sources."""
+    import datetime as dt
+
     from . import device_info, ncu, results
 
     gpu = device_info().slug
     for module in modules:
         if not hasattr(module, "ncu_cases"):
             raise CommandError(f"{module.NAME}: has no ncu cases to profile (--ncu-only)")
+        if only:
+            unknown = [name for name in only if name not in getattr(module, "NCU_CASES", only)]
+            if unknown:
+                raise CommandError(f"{module.NAME}: no ncu case {', '.join(map(repr, unknown))}; its cases: "
+                                   f"{', '.join(module.NCU_CASES)}")
         earlier = _this_gpus_recording(module.NAME, gpu, data)
         work = Path(partial or "gpu-lessons-out") / module.NAME / "ncu"
-        cases, sources = ncu.profile(["-m", "gpu_lessons.ncu", "launch", module.NAME],
-                                     list(module.NCU_METRICS), work)
+        source = "ncu" if not only else "ncu " + dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M")
+        cases, sources = ncu.profile(ncu.launcher(module.NAME, only), list(module.NCU_METRICS), work, source)
+        if only:  # the other cases keep their counters, and the sources those name
+            cases = {**earlier.evidence.ncu, **cases}
         kept = {name: entry for name, entry in earlier.evidence.sources.items() if name not in sources}
         result = earlier.with_evidence(ncu=cases, sources={**kept, **sources})
         path = results.write_evidence(result, root=data)
@@ -417,6 +455,9 @@ def build_parser() -> argparse.ArgumentParser:
     record.add_argument("--ncu-only", action="store_true",
                         help="profile with Nsight Compute and add the counters to this GPU's existing "
                              "recording (writes only <lesson>.evidence.json; no timing is re-measured)")
+    record.add_argument("--ncu-case", action="append", metavar="NAME",
+                        help="with --ncu-only: profile only this case (repeatable); the others keep their "
+                             "counters")
     record.add_argument("--section", action="append", metavar="NAME",
                         help="measure only this section (repeatable; records nothing without --merge)")
     record.add_argument("--merge", action="store_true",

@@ -12,9 +12,12 @@ deep dives, with ``deep_dives/`` kept so that the links between them hold.
 
 from __future__ import annotations
 
+import filecmp
 import os
 import shutil
 from pathlib import Path
+
+from .colab import REPOSITORY  # noqa: F401 (re-exported) where the course lives (clone it to run it): written once, in colab.py
 
 PACKAGE = Path(__file__).resolve().parent
 CHECKOUT = PACKAGE.parent
@@ -58,11 +61,26 @@ def notebook_files(folder: Path | None = None) -> list[Path]:
     return found
 
 
-def copy_notebooks(destination: str | os.PathLike, force: bool = False) -> list[Path]:
-    """Copy the notebooks into `destination` (made if missing); return the files written there.
+BACKUP_SUFFIX = ".bak"
+
+
+def backup_path(target: Path) -> Path:
+    """Where ``copy_notebooks(force=True)`` keeps an edited notebook it replaces: beside it, with
+    ``.bak`` (then ``.bak2``, ``.bak3``... when that exists), so that no earlier backup is lost."""
+    candidate, number = target.with_name(target.name + BACKUP_SUFFIX), 1
+    while candidate.exists():
+        number += 1
+        candidate = target.with_name(f"{target.name}{BACKUP_SUFFIX}{number}")
+    return candidate
+
+
+def copy_notebooks(destination: str | os.PathLike, force: bool = False) -> tuple[list[Path], list[Path]]:
+    """Copy the notebooks into `destination` (made if missing); return (the files written there, the
+    backups made).
 
     A folder that exists and is not empty is refused unless `force`; then the course's files in it
-    are overwritten and nothing else is touched.
+    are replaced, each one that differs from the course's copy (a learner's edits) kept first as a
+    backup beside it (``backup_path``), and nothing else is touched.
     """
     source, destination = notebooks_folder(), Path(destination).expanduser()
     files = notebook_files(source)
@@ -72,14 +90,18 @@ def copy_notebooks(destination: str | os.PathLike, force: bool = False) -> list[
         raise CopyError(f"{destination} is a file, not a folder; name a new or empty folder")
     if destination.is_dir() and any(destination.iterdir()) and not force:
         raise CopyError(f"{destination} is not empty; name a new or empty folder, or pass --force to "
-                        "overwrite the course's notebooks in it")
-    written = []
+                        "replace the course's notebooks in it (edited ones are kept as .bak files)")
+    written, backups = [], []
     try:
         for relative in files:
             target = destination / relative
             target.parent.mkdir(parents=True, exist_ok=True)
+            if target.is_file() and not filecmp.cmp(source / relative, target, shallow=False):
+                backup = backup_path(target)
+                shutil.copy2(target, backup)
+                backups.append(backup)
             shutil.copyfile(source / relative, target)
             written.append(target)
     except OSError as error:
         raise CopyError(f"cannot write {error.filename or destination}: {error.strerror or error}") from None
-    return written
+    return written, backups

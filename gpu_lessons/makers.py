@@ -23,10 +23,19 @@ class Maker:
     answered: str | None = None  # a retired probe: the question its data settled
 
 
+def _evidence_recorded(name: str) -> bool:
+    """Whether any GPU's recording of this lesson has an evidence file (one is written only when the run
+    had facts, kernels or counters): the table lists only files that exist."""
+    from .results import DEFAULT_DATA_ROOT
+
+    return any(DEFAULT_DATA_ROOT.glob(f"*/{name}.evidence.json"))
+
+
 def _lesson_maker(module) -> Maker:
     ncu = " [--ncu or --ncu-only]" if hasattr(module, "ncu_cases") else ""
     name = module.NAME
-    files = (f"{name}.csv", f"{name}.meta.json", f"{name}.evidence.json")
+    evidence = (f"{name}.evidence.json",) if _evidence_recorded(name) else ()
+    files = (f"{name}.csv", f"{name}.meta.json", *evidence)
     what = "the measured roof every lesson is drawn against" if name == "ceilings" else module.TITLE
     return Maker(f"gpu-lessons record {name}{ncu}", files, what)
 

@@ -3,7 +3,7 @@
 A lesson that records counters declares ``NCU_METRICS`` and ``ncu_cases()`` (a list of ``Case``:
 a name, the kernel's Python function name, and a ``launch()`` that makes exactly one kernel launch).
 ``gpu-lessons record <lesson> --ncu`` calls ``profile``: it runs ``ncu --csv --page raw`` over a fresh
-process that launches every case once (``python -m gpu_lessons.ncu launch <lesson>``), pairs the
+process that launches every case once (``python -m gpu_lessons.ncu_launch <lesson>``), pairs the
 profiled launches with the cases in launch order (checking each kernel name), and returns the
 evidence block: per case, the kernel, grid, block and metrics, with the run's provenance as a source.
 
@@ -13,7 +13,6 @@ parsing and matching are tested in CI.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import datetime as dt
 import io
@@ -159,8 +158,8 @@ def profile(launcher: list[str], metrics: list[str], workdir: Path, source: str 
             ncu: str = "ncu") -> tuple[dict, dict]:
     """Run ``ncu`` over ``python <launcher> --manifest M``; returns (ncu cases, {source: provenance}).
 
-    ``launcher``: the arguments after ``python`` that launch every case once (``-m gpu_lessons.ncu
-    launch <lesson>``, or a recorder script's ``launch``). ncu's raw output is kept in ``workdir``.
+    ``launcher``: the arguments after ``python`` that launch every case once (``launcher(lesson)``,
+    or a recorder script's ``launch``). ncu's raw output is kept in ``workdir``.
     """
     ncu_path = shutil.which(ncu)
     if ncu_path is None:
@@ -211,18 +210,9 @@ def fake_ncu_csv(launches: list[dict], metrics: list[str], values: list[dict]) -
     return buffer.getvalue()
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m gpu_lessons.ncu launch LESSON --manifest PATH``: the process ncu profiles."""
-    parser = argparse.ArgumentParser(prog="python -m gpu_lessons.ncu")
-    parser.add_argument("command", choices=["launch"])
-    parser.add_argument("lesson")
-    parser.add_argument("--manifest", type=Path, required=True)
-    options = parser.parse_args(argv)
-    from . import lessons  # here: the lessons import this module (ncu.Case), a cycle at the top
-
-    module = lessons.get(options.lesson, include_ceilings=True)
-    return launch_all(module.ncu_cases(), options.manifest)
+LAUNCHER = "gpu_lessons.ncu_launch"  # the profiled process's module (it imports the lessons; this does not)
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def launcher(lesson: str, cases: list[str] | None = None) -> list[str]:
+    """The arguments after ``python`` that launch a lesson's ncu cases once (``cases``: only these)."""
+    return ["-m", LAUNCHER, lesson, *(f"--case={name}" for name in cases or ())]

@@ -31,6 +31,7 @@ myst_heading_anchors = 3  # [see ...](other.ipynb#a-section) links between noteb
 html_theme = "sphinx_book_theme"
 html_static_path = ["_static"]
 html_css_files = ["site.css"]
+html_js_files = ["search-excerpt.js"]  # search excerpts start at the page's text, not its header buttons
 html_favicon = "_static/favicon.svg"
 html_sourcelink_suffix = ""  # _sources/<page>.ipynb is the notebook itself: the download link
 html_last_updated_fmt = None
@@ -44,6 +45,8 @@ html_theme_options = {
     "use_download_button": True,
     "use_fullscreen_button": False,
     "footer_content_items": ["copyright.html"],
+    # the landing page's scoreboard needs the width: no "contents" column there
+    "secondary_sidebar_items": {"**": ["page-toc"], "index": []},
     "navbar_persistent": [],  # the sidebar has the search field: no second one in a top bar
     # a visible "download the notebook" link at the top of each notebook page
     "article_header_end": ["notebook-download.html", "article-header-buttons.html"],

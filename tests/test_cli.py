@@ -74,6 +74,22 @@ def test_run_on_simulator_checks_and_plots_the_recording(tmp_path, capsys, monke
     assert "correctness checks passed" in out and "NVIDIA H200" in out
     figures = sorted(p.name for p in (tmp_path / "roofline").glob("*.png"))
     assert figures == ["bandwidth_vs_size.png", "roofline.png"]
+    summary = out[out.index("Summary: 1 lesson(s)"):]  # the verdicts close the output, one row each
+    assert "roofline" in summary and "recorded" in summary and "ok" in summary
+    assert len(summary.splitlines()) <= 8
+
+
+@pytest.mark.simulator_only("without a GPU, run shows the recording; on a GPU it measures first")
+def test_run_ceilings_shows_the_roof(tmp_path, capsys, monkeypatch):
+    import pandas as pd
+
+    from gpu_lessons.lessons import ceilings
+
+    monkeypatch.setattr(ceilings, "check", lambda: pd.DataFrame(
+        {"check": ["stand-in"], "passed": [True], "detail": [""]}))
+    status, out, err = on_the_simulator(["run", "ceilings", "--out", str(tmp_path), "--no-progress"], capsys)
+    assert status == 0, err
+    assert "unknown lesson" not in err and "Summary: 1 lesson(s)" in out and "ceilings" in out
 
 
 def test_broken_recording_is_a_clear_error(tmp_path, monkeypatch, capsys):
@@ -110,7 +126,10 @@ def test_readme_shows_the_current_scoreboard():
     from gpu_lessons.scoreboard import format_scoreboard, scoreboard
 
     readme = (DATA.parent / "README.md").read_text()
-    assert format_scoreboard(scoreboard(comparisons())) in readme, "regenerate the README scoreboard"
+    board = format_scoreboard(scoreboard(comparisons()))
+    assert readme.count(board) == 1, "regenerate the README scoreboard (once)"
+    for line in (line for line in board.splitlines() if line.startswith("Measured on")):
+        assert readme.count(line) == 1, f"the README prints this provenance line more than once: {line}"
 
 
 def test_scoreboard_for_an_unrecorded_gpu_is_one_line_naming_the_recorded_ones(capsys):
@@ -275,9 +294,19 @@ def test_notebooks_copy_out_and_refuse_to_overwrite(tmp_path, capsys):
     assert captured.err.count("\n") == 1 and "is not empty" in captured.err and "--force" in captured.err
     assert mine.read_text() == "my answers"
     (folder / "notes.txt").write_text("kept")
+    capsys.readouterr()
     assert main(["notebooks", str(folder), "--force"]) == 0
     assert mine.read_bytes() == (course.notebooks_folder() / "01_roofline.ipynb").read_bytes()
     assert (folder / "notes.txt").read_text() == "kept"
+    assert (folder / "01_roofline.ipynb.bak").read_text() == "my answers"  # the edited copy, kept
+    out = capsys.readouterr().out
+    assert "replaced 1 edited file(s), each kept first as a backup: 01_roofline.ipynb.bak" in out
+    mine.write_text("my second answers")
+    assert main(["notebooks", str(folder), "--force"]) == 0
+    assert (folder / "01_roofline.ipynb.bak2").read_text() == "my second answers"  # the first backup stays
+    assert (folder / "01_roofline.ipynb.bak").read_text() == "my answers"
+    assert main(["notebooks", str(folder), "--force"]) == 0
+    assert "replaced 0 edited file(s) (none differed" in capsys.readouterr().out
     afile = tmp_path / "afile"
     afile.write_text("")
     assert main(["notebooks", str(afile)]) == 2
@@ -324,7 +353,47 @@ def test_ncu_only_adds_counters_to_the_recording_and_leaves_its_timings(tmp_path
     assert evidence["ncu"] == fresh and evidence["sources"]["ncu"]["tool"] == "fake"
     assert evidence["kernels"]  # the recording's own evidence stays
     assert (tmp_path / gpu / "reduce.csv").read_bytes() == csv_before
-    assert calls == [["-m", "gpu_lessons.ncu", "launch", "reduce"]]
+    assert calls == [["-m", "gpu_lessons.ncu_launch", "reduce"]]
+
+
+def test_ncu_case_profiles_some_cases_and_keeps_the_others(tmp_path, monkeypatch, capsys):
+    """`record LESSON --ncu-only --ncu-case NAME`: only that case is launched under ncu; the recording's
+    other cases keep their counters and sources; an unknown case is one line."""
+    from gpu_lessons import cli, ncu
+    from gpu_lessons import device as device_module
+    from gpu_lessons.lessons import tensor_cores
+
+    gpu = "nvidia-h200"
+    (tmp_path / gpu).mkdir()
+    for suffix in (".csv", ".meta.json", ".evidence.json"):
+        shutil.copy(DATA / gpu / f"tensor_cores{suffix}", tmp_path / gpu)
+    before = json.loads((tmp_path / gpu / "tensor_cores.evidence.json").read_text())
+    case = tensor_cores.ROOF_NCU_CASES[0]
+    calls = []
+
+    def fake_profile(launcher, metrics, workdir, source="ncu", ncu="ncu"):
+        calls.append(launcher)
+        return ({case: {"kernel": "k", "source": source, "metrics": {"m": 7}}},
+                {source: {"tool": "fake"}})
+
+    class FakeInfo:
+        slug = gpu
+
+    monkeypatch.setattr(cli, "_require_gpu", lambda command: None)
+    monkeypatch.setattr(ncu, "profile", fake_profile)
+    monkeypatch.setattr(gpu_lessons, "device_info", lambda: FakeInfo(), raising=False)
+    monkeypatch.setattr(device_module, "device_info", lambda: FakeInfo())
+    assert main(["record", "tensor_cores", "--ncu-only", "--ncu-case", case, "--data", str(tmp_path),
+                 "--partial", str(tmp_path / "work")]) == 0
+    assert calls == [["-m", "gpu_lessons.ncu_launch", "tensor_cores", f"--case={case}"]]
+    after = json.loads((tmp_path / gpu / "tensor_cores.evidence.json").read_text())
+    assert set(after["ncu"]) == set(before["ncu"]) | {case}
+    assert all(after["ncu"][name] == entry for name, entry in before["ncu"].items())
+    assert set(after["sources"]) == set(before["sources"]) | {after["ncu"][case]["source"]}
+    capsys.readouterr()
+    assert main(["record", "tensor_cores", "--ncu-only", "--ncu-case", "nope", "--data", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "no ncu case 'nope'" in err
 
 
 def test_ncu_only_needs_a_recording_of_this_gpu(tmp_path, monkeypatch, capsys):

@@ -1,13 +1,15 @@
 """Lesson 7's exercises: the notebook's skeletons fail their checks, the solutions pass, and plausible
-wrong answers fail."""
+wrong answers fail (among them one call of a course function the lesson shows, for exercises 1, 3
+and 4, and on a GPU as on the simulator the cp.async races of exercises 2 and 5)."""
 
 import math
 
 from test_exercises import exercise_tests
 
-import gpu_lessons
 from gpu_lessons import ptx
 from gpu_lessons.exercises import tensor_cores as ex
+from gpu_lessons.kernels import tensor_cores as tc
+from gpu_lessons.lessons import tensor_cores as lesson
 
 cuda, float32 = ex.cuda, ex.float32  # numba.cuda as gpu_lessons imported it
 
@@ -17,6 +19,8 @@ SOLUTIONS = [
     (ex.check_cp_async_tile, ex.solution_cp_async_tile),
     (ex.check_per_slab, ex.solution_per_slab),
     (ex.check_issue_time, ex.solution_issue_time),
+    (ex.check_pipeline, ex.solution_pipeline),
+    (ex.check_mma_rounded, ex.solution_mma_rounded),
 ]
 
 
@@ -112,38 +116,163 @@ def half_by_cp_async(x, y):  # lanes 0..15 copy with cp.async, lanes 16..31 stor
         y[4 * t + q] = tile[127 - 4 * t - q]
 
 
-SCHEDULERS, CLOCK_HZ = 4, 1.98e9
+@cuda.jit
+def reads_before_the_wait(x, y):  # the reads come before wait_group: nothing has landed yet
+    tile = cuda.shared.array(128, float32)
+    t = cuda.threadIdx.x
+    for q in range(4):
+        tile[4 * t + q] = math.nan
+    cuda.syncthreads()
+    ptx.cp_async16(tile, 4 * t, x, 4 * t, 16)
+    ptx.cp_async_commit_group()
+    cuda.syncthreads()
+    for q in range(4):
+        y[4 * t + q] = tile[127 - 4 * t - q]
+    ptx.cp_async_wait_group(0)
+
+
+@cuda.jit
+def barrier_before_the_wait(x, y):  # the barrier first: another lane's copy may not have landed
+    tile = cuda.shared.array(128, float32)
+    t = cuda.threadIdx.x
+    for q in range(4):
+        tile[4 * t + q] = math.nan
+    cuda.syncthreads()
+    ptx.cp_async16(tile, 4 * t, x, 4 * t, 16)
+    ptx.cp_async_commit_group()
+    cuda.syncthreads()
+    ptx.cp_async_wait_group(0)
+    for q in range(4):
+        y[4 * t + q] = tile[127 - 4 * t - q]
+
+
+@cuda.jit
+def no_barrier(x, y):  # each lane waits for its own copy, then reads another lane's
+    tile = cuda.shared.array(128, float32)
+    t = cuda.threadIdx.x
+    for q in range(4):
+        tile[4 * t + q] = math.nan
+    cuda.syncthreads()
+    ptx.cp_async16(tile, 4 * t, x, 4 * t, 16)
+    ptx.cp_async_commit_group()
+    ptx.cp_async_wait_group(0)
+    for q in range(4):
+        y[4 * t + q] = tile[127 - 4 * t - q]
+
+
+def _pipeline(wait: int, barrier: bool, barrier_first: bool = False):
+    """Exercise 5's kernel with this wait_group count and barrier placement."""
+
+    @cuda.jit
+    def kernel(x, y, tiles):
+        smem = cuda.shared.array(3 * 128, float32)
+        t = cuda.threadIdx.x
+        for q in range(12):
+            smem[12 * t + q] = math.nan
+        cuda.syncthreads()
+        for s in range(2):
+            if s < tiles:
+                ptx.cp_async16(smem, 128 * s + 4 * t, x, 128 * s + 4 * t, 16)
+            ptx.cp_async_commit_group()
+        for tile in range(tiles):
+            if barrier_first:
+                cuda.syncthreads()
+            ptx.cp_async_wait_group(wait)
+            if barrier:
+                cuda.syncthreads()
+            ahead = tile + 2
+            if ahead < tiles:
+                ptx.cp_async16(smem, 128 * (ahead % 3) + 4 * t, x, 128 * ahead + 4 * t, 16)
+            ptx.cp_async_commit_group()
+            base = 128 * (tile % 3)
+            for q in range(4):
+                y[128 * tile + 4 * t + q] = smem[base + 127 - 4 * t - q]
+
+    return kernel
+
+
+def _mma(round_a: bool, round_b: bool, transposed_read: bool):
+    """Exercise 6's kernel: operands rounded or not; B read from bt as the layout says, or as if bt were B."""
+
+    @cuda.jit
+    def kernel(a, bt, d):
+        lane = cuda.threadIdx.x
+        g, t = lane // 4, lane % 4
+        a0, a1, a2, a3 = a[g, t], a[g + 8, t], a[g, t + 4], a[g + 8, t + 4]
+        if transposed_read:
+            b0, b1 = bt[g, t], bt[g, t + 4]
+        else:
+            b0, b1 = bt[t, g], bt[t + 4, g]
+        if round_a:
+            a0, a1 = ptx.cvt_rna_tf32(a0), ptx.cvt_rna_tf32(a1)
+            a2, a3 = ptx.cvt_rna_tf32(a2), ptx.cvt_rna_tf32(a3)
+        if round_b:
+            b0, b1 = ptx.cvt_rna_tf32(b0), ptx.cvt_rna_tf32(b1)
+        zero = float32(0)
+        d0, d1, d2, d3 = ptx.mma_tf32(a0, a1, a2, a3, b0, b1, zero, zero, zero, zero)
+        d[g, 2 * t] = d0
+        d[g, 2 * t + 1] = d1
+        d[g + 8, 2 * t] = d2
+        d[g + 8, 2 * t + 1] = d3
+
+    return kernel
+
+
+def _owner_from_the_picture(row, col):
+    """One call of the course's fragment_owners() (the layout picture's labels): right inside one MMA tile."""
+    lane, register = tc.fragment_owners()["C"][row % 16, col % 8].split()
+    return int(lane[1:]), 0, 0, int(register[1:])
+
+
+def _inner(row, col):  # (lane, q) inside one 16x8 MMA tile, the layout right
+    r, c = row % 16, col % 8
+    return 4 * (r % 8) + c // 2, 2 * (r // 8) + c % 2
+
+
+def _issue_time_of_the_lesson(base_us, n0, p0, n1, p1):
+    """One call of the lesson's issue_time at the H200's 128 busy SMs and 1,980 MHz (ignores the base)."""
+    return lesson.issue_time(n1, p1, 128, 1980.0)
+
 
 WRONG_ANSWERS = [
-    (ex.check_c_owner, lambda row, col: (4 * (row % 8) + col % 4, 2 * (row // 8) + col % 2)),  # t = col % 4
-    (ex.check_c_owner, lambda row, col: (row % 8 + 8 * (col // 2), 2 * (row // 8) + col % 2)),  # g, t swapped
-    (ex.check_c_owner, lambda row, col: (4 * (row % 8) + col // 2, 2 * (col % 2) + row // 8)),  # c1 <-> c2
+    (ex.check_c_owner, _owner_from_the_picture),
+    (ex.check_c_owner, lambda row, col: (_inner(row, col)[0], row // 8, col // 8, _inner(row, col)[1])),
+    (ex.check_c_owner, lambda row, col: (_inner(row, col)[0], col // 8, row // 16, _inner(row, col)[1])),
+    (ex.check_c_owner, lambda row, col: (row % 8 + 8 * (col % 8 // 2), row // 16, col // 8,
+                                         _inner(row, col)[1])),  # g, t swapped
+    (ex.check_c_owner, lambda row, col: (_inner(row, col)[0], row // 16, col // 8,
+                                         2 * (col % 2) + row % 16 // 8)),  # c1 <-> c2
     (ex.check_cp_async_tile, four_bytes_read),
     (ex.check_cp_async_tile, one_float_per_lane),
+    (ex.check_cp_async_tile, plain_stores),
+    (ex.check_cp_async_tile, half_by_cp_async),
+    (ex.check_cp_async_tile, never_waits),
+    (ex.check_cp_async_tile, waits_for_all_but_one),
+    (ex.check_cp_async_tile, reads_before_the_wait),
+    (ex.check_cp_async_tile, barrier_before_the_wait),
+    (ex.check_cp_async_tile, no_barrier),
+    # the course's counter of the generated source, which the check used to expose
+    (ex.check_per_slab, lambda wm, wn: ex.generated_per_slab(wm, wn)),
     (ex.check_per_slab, lambda wm, wn: ((wm // 16) * (wn // 8), 2 * (wm // 16), 4 * (wn // 8))),  # one k-step
     (ex.check_per_slab, lambda wm, wn: (2 * (wm // 16) * (wn // 8), wm // 16, 4 * (wn // 8))),  # no g+8
     (ex.check_per_slab, lambda wm, wn: (2 * (wm // 16) * (wn // 8), 2 * (wm // 16), wn // 8)),  # B 16-byte
-    (ex.check_cp_async_tile, plain_stores),
-    (ex.check_cp_async_tile, half_by_cp_async),
-    # every cycle issues (the issue share left out)
-    (ex.check_issue_time, lambda n, pct, sms: n / (SCHEDULERS * sms * CLOCK_HZ) * 1e6),
-    # all 132 SMs, though 4 hold no block
-    (ex.check_issue_time, lambda n, pct, sms: n / (SCHEDULERS * 132 * CLOCK_HZ * pct / 100) * 1e6),
-    # one scheduler per SM
-    (ex.check_issue_time, lambda n, pct, sms: n / (sms * CLOCK_HZ * pct / 100) * 1e6),
-    # the percentage used as a fraction
-    (ex.check_issue_time, lambda n, pct, sms: n / (SCHEDULERS * sms * CLOCK_HZ * pct) * 1e6),
-    (ex.check_issue_time, lambda n, pct, sms: 400.0),  # one number for every kernel
-    # a round 2 GHz instead of the 1.98 GHz the prompt gives (cuBLAS: -3.2%)
-    (ex.check_issue_time, lambda n, pct, sms: n / (SCHEDULERS * sms * 2.0e9 * pct / 100) * 1e6),
-    # the H200's base clock, 1.755 GHz (+10.6%)
-    (ex.check_issue_time, lambda n, pct, sms: n / (SCHEDULERS * sms * 1.755e9 * pct / 100) * 1e6),
-    # the measured durations looked up, whatever the input (a constant per call would fail too)
-    (ex.check_issue_time, lambda n, pct, sms: {304443392: 391.68, 313575424: 414.208, 318033920: 442.912,
-                                                313875456: 438.72, 301505536: 344.064}.get(n, 400.0)),
+    (ex.check_issue_time, _issue_time_of_the_lesson),
+    (ex.check_issue_time, lambda b, n0, p0, n1, p1: b * n1 / n0),  # instructions only
+    (ex.check_issue_time, lambda b, n0, p0, n1, p1: b * p0 / p1),  # issue rate only
+    (ex.check_issue_time, lambda b, n0, p0, n1, p1: b * n1 / n0 * p1 / p0),  # issue ratio upside down
+    (ex.check_issue_time, lambda b, n0, p0, n1, p1: b),  # the change costs nothing
+    # the measured durations looked up by instruction count, else the base's
+    (ex.check_issue_time, lambda b, n0, p0, n1, p1: {313575424: 414.208, 318033920: 442.912,
+                                                     313875456: 438.72, 301505536: 344.064}.get(n1, b)),
+    (ex.check_pipeline, _pipeline(wait=2, barrier=True)),  # waits for nothing: the tile has not landed
+    (ex.check_pipeline, _pipeline(wait=1, barrier=False)),  # no barrier in the loop
+    (ex.check_pipeline, _pipeline(wait=1, barrier=False, barrier_first=True)),  # the barrier before the wait
+    (ex.check_pipeline, _pipeline(wait=0, barrier=True)),  # right, but nothing stays in flight
+    (ex.check_mma_rounded, _mma(round_a=False, round_b=False, transposed_read=True)),  # cut
+    (ex.check_mma_rounded, _mma(round_a=True, round_b=False, transposed_read=True)),  # B cut
+    (ex.check_mma_rounded, _mma(round_a=True, round_b=True, transposed_read=False)),  # bt read as B
+    (ex.check_mma_rounded, tc.mma_demo_kernel),  # the lesson's kernel: four arguments, B not transposed
 ]
-if gpu_lessons.SIMULATED:  # deterministic only there: on a GPU the copy may land before the read anyway
-    WRONG_ANSWERS += [(ex.check_cp_async_tile, never_waits), (ex.check_cp_async_tile, waits_for_all_but_one)]
 
 (test_notebook_has_one_cell_per_exercise, test_skeleton_fails, test_solution_passes,
  test_every_check_has_two_plausible_wrong_answers, test_wrong_answer_fails) = exercise_tests(

@@ -135,9 +135,10 @@ def test_recorded_names_are_the_ones_the_sections_and_ncu_cases_write(recorded):
     assert set(lesson.NCU_SHORT.values()) <= set(lesson.NCU_METRICS)
     assert [section.name for section in lesson.SECTIONS] == [
         "gemm 2048^3", "gemm 4096^3", "gemm 8192^3", "gemm 4095x4097x1023", "edge shapes", "cublas tf32",
-        "mma ceiling", "kernels"]
+        "mma ceiling", "kernels", "rounded once"]
     for name in lesson.NCU_CASES[1:]:
-        assert lesson.BY_NAME[name].ncu_kernel in ("mma_global", "tc_gemm_generated", "gemm_generated")
+        kernel = lesson.BY_NAME[name.removesuffix(f" {lesson.ROOF_SHAPE}")].ncu_kernel
+        assert kernel in ("mma_global", "tc_gemm_generated", "gemm_generated")
 
 
 @pytest.mark.needs_sm80
@@ -210,3 +211,52 @@ def test_every_figure_has_alt_text(recorded):
                             "mma_ceiling", "roofline", "progression", "simt_cp_async"}
     assert all(style.alt_text(figure) for figure in figures.values())
     assert "317,028 GFLOP/s" in style.alt_text(figures["roofline"])  # the second, TF32 roof
+
+
+@pytest.mark.simulator_only("the section runs one-warp tiles at a toy shape with a stand-in timer; on a GPU "
+                            "`gpu-lessons record tensor_cores --section 'rounded once' --merge` runs it")
+def test_rounded_once_section_times_four_kernels_and_keeps_their_errors(monkeypatch):
+    """Rounding A and B once (tc.round_tf32) and skipping cvt.rna in the kernel gives the rounded error;
+    skipping it on raw inputs gives the cut one (the section refuses a result over its precision's limit)."""
+    from gpu_lessons import bench
+    from gpu_lessons.kernels import tensor_cores as tc
+    from gpu_lessons.lessons import runner
+
+    def measure(launch, input_sets=1, **_):
+        for k in range(input_sets):
+            launch(k)
+        return bench.Timing(2.0, 1.5, 3.0, 25)
+
+    small = tc.TcTile(bm=16, bn=32, bk=16, wm=16, wn=32, stages=2)
+    monkeypatch.setattr(bench, "measure", measure)
+    monkeypatch.setitem(lesson.SHAPES, lesson.ONCE_SHAPE, (16, 32, 64))
+    monkeypatch.setattr(lesson, "input_sets", lambda shape: 1)
+    monkeypatch.setattr(tc, "WARP_TILE", small)
+    monkeypatch.setattr(lesson, "ONCE_TILE", tc.TcTile(bm=16, bn=32, bk=16, wm=16, wn=32, stages=2,
+                                                       round_inputs=False))
+    result = runner.measure(lesson, sections=["rounded once"], show_progress=False)
+    assert not result.failures, result.failures
+    assert list(result.table["variant"]) == list(lesson.ONCE_VARIANTS)
+    found = pd.DataFrame(result.facts["rounded_once_errors"]).set_index("variant")["relative_error"]
+    rounded, cut = found["once: warp_tile"], found["once: warp_tile unrounded"]
+    assert cut > 1.5 * rounded
+    assert found["once: prerounded inputs"] == pytest.approx(rounded, rel=0.05)
+    assert found["once: round A, B + prerounded"] == found["once: prerounded inputs"]
+
+
+def test_roof_counters_put_bytes_and_flops_of_each_level_side_by_side(recorded):
+    """The 4096^3 cases' counters: FLOP per DRAM byte (read + written) and per L2 byte the SMs read."""
+    case = lesson.ROOF_NCU_CASES[0]
+    metrics = {lesson.NCU_SHORT["dram_read"]: 1.0e9, lesson.NCU_SHORT["dram_write"]: 0.25e9,
+               lesson.NCU_SHORT["l2_read_sectors"]: 2.0e9 / 32, lesson.NCU_SHORT["tensor_pipe"]: 20.0,
+               lesson.NCU_SHORT["time_ns"]: 4.0e6}
+    entry = {"kernel": "tc_gemm_generated", "source": "ncu", "metrics": metrics}
+    fake = recorded.with_evidence(ncu={case: entry})
+    table = lesson.roof_counters(fake, {"bandwidth_gbps": 4000.0})
+    row = table.loc[lesson.ROOF_NCU_KERNELS[0]]
+    flops = 2 * 4096**3
+    assert row["flop_per_dram_byte"] == pytest.approx(flops / 1.25e9)
+    assert row["flop_per_l2_byte"] == pytest.approx(flops / 2.0e9)
+    assert row["dram_share_of_roof"] == pytest.approx(1.25e9 / 4e-3 / 4e12)
+    assert row["tflops_profiled"] == pytest.approx(flops / 4e-3 / 1e12)
+    assert list(table.index) == [lesson.ROOF_NCU_KERNELS[0]]

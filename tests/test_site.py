@@ -3,12 +3,15 @@
 - It builds from the committed notebooks with warnings as errors, and its own check passes: every
   internal link, anchor and image of the built HTML resolves, and no page loads a script,
   stylesheet or font from another host (the checker is shown to catch each of those, too).
-- The landing page has a syllabus line per lesson notebook, the scoreboard and the navigation; the
-  glossary page is README.md's table; each notebook page has its title and a download link to the
-  notebook itself; a lesson 07 or a deep dive added to notebooks/ appears without editing the site.
+- The landing page has a syllabus line per lesson notebook, the scoreboard, the navigation and where
+  the repository is; the glossary page is README.md's table; each notebook page has its title, a note
+  saying what it shows and how to run it, and a download link to the notebook; every image has its
+  figure's alt text; nbval's markers are not shown; a lesson or a deep dive added to notebooks/ appears
+  without editing the site.
 - In headless Chromium (Debian's chromium and chromium-driver, through selenium) the landing page
   and a lesson page typeset their math, load every image and log no console error, fetch nothing
-  from another host, and search finds a lesson. Screenshots: build/site-screenshots/.
+  from another host, the scoreboard fits 1,280 px, and search finds a lesson with excerpts of its
+  text (not its header buttons). Screenshots: build/site-screenshots/.
 
 These need the `site` extra (and, for the browser, chromium). Without them they skip, saying why,
 except where GPU_LESSONS_SITE_REQUIRED=1 (set by .ci/run): there a missing tool fails them.
@@ -123,7 +126,12 @@ def test_notebook_pages_have_their_title_a_download_and_a_colab_link(site):
         link = re.search(r'<a class="btn btn-sm notebook-download" href="([^"]+)"', page)
         assert link, f"{notebook.name}: no download link"
         target = (site / "en" / "notebooks" / link.group(1)).resolve()
-        assert target.read_bytes() == notebook.read_bytes(), f"{notebook.name}: the download differs"
+        edition = builder.editions(["en"])[0]
+        assert target.read_text(encoding="utf-8") == builder.staged_notebook(notebook, edition), (
+            f"{notebook.name}: the download is not the notebook as staged")
+        downloaded = json.loads(target.read_text(encoding="utf-8"))
+        committed = json.loads(notebook.read_text(encoding="utf-8"))
+        assert len(downloaded["cells"]) == len(committed["cells"]) + 1  # the page note, nothing else added
         colab = re.search(r'<a class="btn btn-sm notebook-colab" href="([^"]+)"', page)
         assert colab and html.unescape(colab.group(1)) == colab_url(f"notebooks/{notebook.name}")
     deep_dive = text_of(site / "en" / "notebooks" / "deep_dives" / f"{notebook.stem}.html")
@@ -135,6 +143,38 @@ def colab_url(path: str) -> str:
     from gpu_lessons import colab
 
     return colab.notebook_url(path)
+
+
+def test_every_image_has_its_figures_alt_text(site):
+    """Every <img> of every page carries a description (the figure's alt text from plots.style), not
+    the file name myst-nb would put there; the notebooks' figures all have one."""
+    images = 0
+    for page in sorted(site.rglob("*.html")):
+        if "_static" in page.relative_to(site).parts:
+            continue
+        for tag in re.findall(r"<img\b[^>]*>", text_of(page)):
+            images += 1
+            alt = re.search(r'\balt="([^"]*)"', tag)
+            assert alt and len(alt.group(1).split()) >= 4, f"{page.relative_to(site)}: {tag[:160]}"
+            assert not re.search(r"\.(png|svg|jpe?g)\b|_images/", alt.group(1)), (
+                f"{page.relative_to(site)}: {tag[:160]}")
+    assert images > 40
+
+
+def test_pages_say_what_they_show_and_how_to_run_them(site):
+    """Each notebook page says it shows the simulator's execution with the H200's recorded measurements
+    and how to run the notebook from the repository; nbval's markers are not shown; the landing page
+    says where the repository is and how to clone it."""
+    from gpu_lessons.course import REPOSITORY
+
+    pages = sorted((site / "en" / "notebooks").rglob("*.html"))
+    assert len(pages) >= 2 * len(lesson_notebooks())
+    for page in pages:
+        text = text_of(page)
+        assert "What this page shows" in text and "simulator" in text and REPOSITORY in text, page.name
+        assert "NBVAL" not in text, f"{page.name} shows nbval's markers"
+    landing = text_of(site / "en" / "index.html")
+    assert f"git clone {REPOSITORY}" in _plain(landing) and f'href="{REPOSITORY}"' in landing
 
 
 def test_deep_dive_section_is_absent_without_deep_dives(site):
@@ -340,6 +380,12 @@ def test_landing_page_in_chromium(browser, served):
     result = _render(browser, f"{served}/index.html", "landing.png")  # through the root's redirect
     assert browser.current_url == f"{served}/en/index.html"
     _assert_rendered(result, served)
+    for width in (1280, 1366):  # the scoreboard's last column (Size) in view, not scrolled away
+        browser.set_window_size(width, 900)
+        overflow = browser.execute_script(
+            "const t = document.querySelector('.scoreboard table'); return t.scrollWidth - t.clientWidth;")
+        assert overflow <= 1, f"at {width} px the scoreboard scrolls by {overflow} px"
+    browser.set_window_size(1366, 900)
 
 
 def test_lesson_page_in_chromium(browser, served, site):
@@ -367,3 +413,14 @@ def test_search_finds_a_lesson(browser, served):
     """)
     assert any("03_coalescing" in link for link in found), found
     assert not [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    excerpts = browser.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        const started = Date.now();
+        (function poll() {
+          const texts = [...document.querySelectorAll("#search-results li p.context")]
+            .map(p => p.textContent);
+          if (texts.length || Date.now() - started > 20000) { done(texts); } else { setTimeout(poll, 100); }
+        })();
+    """)
+    assert excerpts, "search shows no excerpts"
+    assert not [t for t in excerpts if "Download the notebook" in t or ".ipynb" in t], excerpts[:3]

@@ -68,7 +68,7 @@ class Edition:
     labels: dict[str, str]
 
 
-LABELS = ("lessons", "deep_dives", "deep_dive", "reference", "download", "colab")
+LABELS = ("lessons", "deep_dives", "deep_dive", "reference", "download", "colab", "page_note")
 
 
 def editions(only: list[str] | None = None) -> list[Edition]:
@@ -218,6 +218,56 @@ def toctrees(edition: Edition, lessons: list[Page], deep_dives: list[Page]) -> s
 # Staging and building
 
 
+CHECK_MARKER = re.compile(r"^# NBVAL_\w+[^\n]*\n?", re.MULTILINE)  # nbval's markers: for the tests
+
+
+def page_note(edition: Edition) -> str:
+    """The note under each notebook page's title (the edition's ``page_note``, with the repository's
+    address): what the page shows, and how to run the notebook. It travels with the downloaded
+    notebook, so it names the repository, not a page of the site."""
+    _import_package()
+    from gpu_lessons.course import REPOSITORY
+
+    return edition.labels["page_note"].format(repository=REPOSITORY)
+
+
+def install_markdown() -> str:
+    """The landing page's first step, from the one constant that names the repository."""
+    _import_package()
+    from gpu_lessons.course import REPOSITORY
+
+    return (f"The course lives at <{REPOSITORY}>. Clone it first:\n\n"
+            f"```bash\ngit clone {REPOSITORY}\ncd gpu-lessons\n```\n")
+
+
+def staged_notebook(path: Path, edition: Edition) -> str:
+    """The notebook as the site shows it: each figure's alt text (kept in the output's metadata by
+    ``plots.style``) where myst-nb reads it (the cell's ``mystnb.image.alt``); nbval's
+    ``# NBVAL_CHECK_OUTPUT`` lines removed; under the title, a note saying what the page shows (the
+    notebook executed on the simulator, with the H200's recorded measurements) and how to run it."""
+    try:
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise SiteError(f"{_shown(path)}: not a readable notebook ({error})") from None
+    cells = notebook["cells"]
+    for cell in cells:
+        if cell.get("cell_type") != "code":
+            continue
+        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        cell["source"] = CHECK_MARKER.sub("", source)
+        alts = [output.get("metadata", {}).get("image/png", {}).get("alt")
+                for output in cell.get("outputs", []) if "image/png" in output.get("data", {})]
+        alts = [alt for alt in dict.fromkeys(alts) if alt]
+        if alts:
+            options = cell.setdefault("metadata", {}).setdefault("mystnb", {}).setdefault("image", {})
+            options["alt"] = " ".join(alts)
+    title = next((i for i, c in enumerate(cells) if c.get("cell_type") == "markdown"), None)
+    if title is not None:
+        note = {"cell_type": "markdown", "id": "page-note", "metadata": {}, "source": page_note(edition)}
+        cells.insert(title + 1, note)
+    return json.dumps(notebook, ensure_ascii=False, indent=1) + "\n"
+
+
 def _write(path: Path, text: str) -> None:
     """Write only when changed, so that Sphinx rebuilds only what changed."""
     if not path.exists() or path.read_text(encoding="utf-8") != text:
@@ -225,9 +275,10 @@ def _write(path: Path, text: str) -> None:
         path.write_text(text, encoding="utf-8")
 
 
-def _mirror(sources: dict[str, Path], target: Path) -> None:
-    """target holds exactly these files (relative name -> source), mtimes kept."""
-    wanted = {target / name for name in sources}
+def _mirror(sources: dict[str, Path], target: Path, keep=()) -> None:
+    """target holds exactly these files (relative name -> source), mtimes kept, and those named in
+    ``keep`` (written by the caller)."""
+    wanted = {target / name for name in [*sources, *keep]}
     if target.exists():
         for path in sorted(target.rglob("*"), reverse=True):
             if path.is_file() and path not in wanted:
@@ -248,16 +299,19 @@ def stage(edition: Edition, staging: Path) -> dict[str, list[Page]]:
         raise SiteError(f"no lesson notebooks ({_shown(edition.notebooks)}/NN_<topic>.ipynb)")
     sources = {p.relative_to(edition.folder).as_posix(): p
                for p in edition.folder.rglob("*") if p.is_file() and p.name != "edition.toml"}
-    # the notebooks keep their layout (notebooks/deep_dives/), so links between them work
-    sources.update({f"{page.docname}.ipynb": page.path for page in lessons + deep_dives})
+    # the notebooks keep their layout (notebooks/deep_dives/), so links between them work; they are
+    # staged as readers get them (staged_notebook): alt text, no test markers, what the page shows
+    notebooks = {f"{page.docname}.ipynb": staged_notebook(page.path, edition)
+                 for page in lessons + deep_dives}
     generated = {
         "_generated/syllabus.md": syllabus(edition, lessons, deep_dives),
         "_generated/scoreboard.md": scoreboard_markdown(),
         "_generated/glossary.md": glossary_table(),
         "_generated/toctree.md": toctrees(edition, lessons, deep_dives),
+        "_generated/install.md": install_markdown(),
     }
-    _mirror(sources, staging)  # removes stale copies (a renamed notebook) and old generated files
-    for name, text in generated.items():
+    _mirror(sources, staging, keep={*generated, *notebooks})  # removes stale copies and old files
+    for name, text in {**generated, **notebooks}.items():
         _write(staging / name, text)
     return {"lessons": lessons, "deep_dives": deep_dives}
 

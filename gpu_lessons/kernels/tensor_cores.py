@@ -10,6 +10,8 @@ b. The TF32 GEMM progression, ``matmul(a, b, step)`` (``STEPS``, one change each
    ``warp_tile``    a 64x32 tile of C per warp: 16 MMAs per k-step from 6 fragment loads, 128x128
                     block tiles, 3 stages;
    ``warp_tile_64x64``  4 warps of 64x64 in the same block tile: 32 MMAs per k-step from 8 loads.
+c. ``round_tf32(x, out)``: every element rounded to TF32 (``cvt.rna``) once, before a GEMM whose
+   kernel then skips the conversion (``TcTile(round_inputs=False)``): rounded accuracy, one pass.
 d. ``mma_peak``: the ceiling, independent MMA chains on registers only (``measure_peak`` on a GPU).
 
 Lesson 6's FP32 SIMT kernel with a cp.async pipeline is ``gemm_codegen.Tile(stages=...)``.
@@ -216,6 +218,32 @@ def gemm_tile(a, b, tile: TcTile):
     if m and n:
         tc_codegen.launch(tile, to_device(a, "a"), to_device(b, "b"), d_c)
     return returned(d_c, not (is_device_array(a) and is_device_array(b)))
+
+
+# --- c. rounding once, beforehand ----------------------------------------------------------------
+
+ROUND_BLOCK = 256
+
+
+@cuda.jit
+def round_tf32_kernel(x, out):
+    """out = x rounded to nearest TF32 (``cvt.rna``), element by element; x and out 1-D."""
+    i = cuda.grid(1)
+    if i < x.size:
+        out[i] = ptx.cvt_rna_tf32(x[i])
+
+
+def round_tf32(x, out=None):
+    """x rounded to TF32 once (a contiguous float32 array, host or device; same kind out). With a
+    GEMM kernel that skips ``cvt.rna`` this gives the rounded result without converting every
+    fragment on every load."""
+    require_array(x, "x", dtype=np.float32)
+    d_x = to_device(x, "x")
+    d_out = cuda.device_array(d_x.shape, np.float32) if out is None else out
+    if d_x.size:
+        flat_x, flat_out = d_x.reshape(d_x.size), d_out.reshape(d_out.size)
+        round_tf32_kernel[-(-d_x.size // ROUND_BLOCK), ROUND_BLOCK](flat_x, flat_out)
+    return returned(d_out, not is_device_array(x))
 
 
 # --- d. the ceiling -------------------------------------------------------------------------------

@@ -679,18 +679,77 @@ def _kernels(run: Run) -> None:
     run.facts["tiles"] = {v.name: repr(v.tile) for v in VARIANTS if v.tile is not None}
 
 
+# Rounding once, beforehand (issue 27, item 15): ``cvt.rna`` in the kernel converts every fragment on
+# every load; rounding A and B once and giving them to the kernel without it should keep the rounded
+# accuracy at the unrounded speed. Timed in its own section (``record tensor_cores --section "rounded
+# once" --merge``), with the two kernels it sits between re-timed beside it under their own names.
+ONCE_SHAPE = "4096^3"
+ONCE_TILE = tc.TcTile(round_inputs=False)  # warp_tile's tile without cvt.rna
+ONCE_VARIANTS = {  # name: (what, precision)
+    "once: warp_tile": ("warp_tile as in the steps: cvt.rna on every fragment load", "tf32"),
+    "once: warp_tile unrounded": ("no cvt.rna: the tensor cores cut A and B", "tf32 cut"),
+    "once: prerounded inputs": ("no cvt.rna, on A and B rounded to TF32 beforehand (rounding not timed)",
+                                "tf32"),
+    "once: round A, B + prerounded": ("round_tf32 of A and B, then the kernel without cvt.rna, timed "
+                                      "together", "tf32"),
+}
+
+
+def _rounded_once(run: Run) -> None:
+    """warp_tile with cvt.rna, without it, and without it on inputs rounded once (the rounding timed apart
+    and with the GEMM) at ``ONCE_SHAPE``, on the same inputs; errors in ``facts["rounded_once_errors"]``."""
+    run.shared("compiled", prepare)
+    m, n, k = SHAPES[ONCE_SHAPE]
+    sets = input_sets(ONCE_SHAPE)
+    pairs = inputs(ONCE_SHAPE, sets)
+    rows = sample_rows(m)
+    reference = pairs[0][0][rows].astype(np.float64) @ pairs[0][1].astype(np.float64)
+    da = [cuda.to_device(a) for a, _ in pairs]
+    db = [cuda.to_device(b) for _, b in pairs]
+    ra = [cuda.device_array_like(a) for a in da]
+    rb = [cuda.device_array_like(b) for b in db]
+    dc = [cuda.device_array((m, n), np.float32) for _ in range(sets)]
+    for s in range(sets):
+        tc.round_tf32(da[s], ra[s])
+        tc.round_tf32(db[s], rb[s])
+    common = {"size": m * n * k, "bytes_moved": 4 * (m * k + k * n + m * n), "flops": 2 * m * n * k,
+              "input_sets": sets}
+
+    def rounded_then_gemm(s):
+        tc.round_tf32(da[s], ra[s])
+        tc.round_tf32(db[s], rb[s])
+        tc_codegen.launch(ONCE_TILE, ra[s], rb[s], dc[s])
+
+    launches = {
+        "once: warp_tile": lambda s: tc_codegen.launch(tc.WARP_TILE, da[s], db[s], dc[s]),
+        "once: warp_tile unrounded": lambda s: tc_codegen.launch(ONCE_TILE, da[s], db[s], dc[s]),
+        "once: prerounded inputs": lambda s: tc_codegen.launch(ONCE_TILE, ra[s], rb[s], dc[s]),
+        "once: round A, B + prerounded": rounded_then_gemm,
+    }
+    errors = run.facts.setdefault("rounded_once_errors", [])
+    for name, launch in launches.items():
+        _poisoned(dc)
+        run.time(name, launch, **common)
+        _all_written(name, ONCE_SHAPE, dc)
+        errors.append(_error_row(name, ONCE_SHAPE, ONCE_VARIANTS[name][1], dc[0], rows, reference))
+
+
 SECTIONS = (
     *(_gemm_section(shape) for shape in SHAPES),
     Section("edge shapes", _edge_shapes),
     Section("cublas tf32", _cublas_tf32),
     Section("mma ceiling", _mma_ceiling),
     Section("kernels", _kernels),
+    Section("rounded once", _rounded_once),
 )
 
 
 # ----------------------------------------------------------------------------- Nsight Compute
 
 NCU_SHAPE = "2048^3"
+ROOF_SHAPE = "4096^3"  # the roofline's shape: the tiled TF32 kernels profiled there too (L2 and DRAM bytes)
+ROOF_NCU_KERNELS = ("mma_shared", "mma_async", "warp_tile", "warp_tile_64x64")
+ROOF_NCU_CASES = tuple(f"{name} {ROOF_SHAPE}" for name in ROOF_NCU_KERNELS)
 NCU_CASES = (
     "cublas sgemm",
     "mma_global",
@@ -701,7 +760,9 @@ NCU_CASES = (
     "warp_tile_64x64",
     LESSON6,
     *SIMT_PIPELINES,
+    *ROOF_NCU_CASES,
 )
+SHAPE_NCU_CASES = NCU_CASES[: len(NCU_CASES) - len(ROOF_NCU_CASES)]  # those at NCU_SHAPE
 NCU_METRICS = (
     "gpu__time_duration.sum",
     "smsp__issue_active.avg.pct_of_peak_sustained_active",
@@ -714,6 +775,8 @@ NCU_METRICS = (
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
     "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+    "lts__t_sectors_srcunit_tex_op_read.sum",
     "lts__t_sector_hit_rate.pct",
     "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
     "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
@@ -738,6 +801,8 @@ NCU_SHORT = {
     "shared_load_wavefronts": "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
     "warps_active": "sm__warps_active.avg.pct_of_peak_sustained_active",
     "dram_read": "dram__bytes_read.sum",
+    "dram_write": "dram__bytes_write.sum",
+    "l2_read_sectors": "lts__t_sectors_srcunit_tex_op_read.sum",
     "long_scoreboard": "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",
     "short_scoreboard": "smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio",
     "dispatch_stall": "smsp__average_warps_issue_stalled_dispatch_stall_per_issue_active.ratio",
@@ -757,13 +822,20 @@ NCU_SHORT = {
 
 
 def ncu_cases() -> list[Case]:
-    """One kernel launch each at 2048^3. The profiled process launches nothing else: inputs are copied
-    from the host, and C is poisoned by a copy from the host before each launch; each case's check
-    compares sampled rows with float64. Under ``record --ncu`` the kernels come from numba's disk cache,
-    which the run's compile filled (the generated-source folder is in the environment this process
-    inherits)."""
-    m, n, k = SHAPES[NCU_SHAPE]
-    ((a_host, b_host),) = inputs(NCU_SHAPE, 1)
+    """One kernel launch each, at 2048^3 (``ROOF_NCU_CASES``: at 4096^3). The profiled process launches
+    nothing else: inputs are copied from the host, and C is poisoned by a copy from the host before each
+    launch; each case's check compares sampled rows with float64. Under ``record --ncu`` the kernels come
+    from numba's disk cache, which the run's compile filled (the generated-source folder is in the
+    environment this process inherits)."""
+    cases = []
+    for shape, names in ((NCU_SHAPE, SHAPE_NCU_CASES), (ROOF_SHAPE, ROOF_NCU_CASES)):
+        cases += _ncu_cases_at(shape, names)
+    return cases
+
+
+def _ncu_cases_at(shape: str, names: tuple[str, ...]) -> list[Case]:
+    m, n, k = SHAPES[shape]
+    ((a_host, b_host),) = inputs(shape, 1)
     rows = sample_rows(m)
     reference = a_host[rows].astype(np.float64) @ b_host.astype(np.float64)
     poisoned = np.full((m, n), np.nan, np.float32)
@@ -789,15 +861,17 @@ def ncu_cases() -> list[Case]:
 
     cases = []
     cp = cupy_or_none()
-    if cp is not None:  # cuBLAS's kernel names all hold "gemm" (at 2048^3: cutlass_80_simt_sgemm_...)
+    if cp is not None and "cublas sgemm" in names:  # cuBLAS's kernel names all hold "gemm"
         ca, cb, cc = cp.asarray(a), cp.asarray(b), cp.asarray(c)
         cases.append(
             Case("cublas sgemm", "gemm", launched(lambda: cp.matmul(ca, cb, out=cc)), checked("fp32"))
         )
     gated = left_out()
-    for name in NCU_CASES[1:]:
-        variant = BY_NAME[name]
-        if name in gated:  # not on this GPU (the run's line said so)
+    for name in names:
+        if name == "cublas sgemm":
+            continue
+        variant = BY_NAME[name.removesuffix(f" {shape}")]
+        if variant.name in gated:  # not on this GPU (the run's line said so)
             continue
         cases.append(
             Case(
@@ -975,7 +1049,7 @@ def roofline_points(result: LessonResult, shape: str = "4096^3") -> pd.DataFrame
     return pd.DataFrame(points)
 
 
-def ncu_table(result: LessonResult, cases=NCU_CASES) -> pd.DataFrame:
+def ncu_table(result: LessonResult, cases=SHAPE_NCU_CASES) -> pd.DataFrame:
     """The recorded counters, one row per case (those recorded), short metric names as columns (NaN
     where a metric was not recorded); empty for a run without ``--ncu``."""
     ncu = result.evidence.ncu
@@ -1020,6 +1094,47 @@ def simt_pipeline(result: LessonResult, counters: LessonResult | None = None) ->
         row["shared_write_wavefronts"] = c.get("shared_wavefronts", np.nan) - row["shared_load_wavefronts"]
         rows.append(row)
     return pd.DataFrame(rows).set_index("kernel")
+
+
+def rounded_once(result: LessonResult) -> pd.DataFrame:
+    """The "rounded once" section (4096^3): each kernel's TFLOP/s and relative error against float64 (empty
+    for a recording without the section)."""
+    names = list(ONCE_VARIANTS)
+    rows = _gemm_rows(result.table)
+    rows = rows[rows["variant"].isin(names) & (rows["shape"] == ONCE_SHAPE)].set_index("variant")
+    found = pd.DataFrame(result.evidence.facts.get("rounded_once_errors", []),
+                         columns=["variant", "shape", "relative_error"])
+    table = pd.DataFrame({"what": {n: ONCE_VARIANTS[n][0] for n in names}})
+    table["tflops"] = rows["tflops"]
+    table["relative_error"] = found.set_index("variant")["relative_error"] if len(found) else np.nan
+    return table.dropna(subset=["tflops"])
+
+
+def roof_counters(result: LessonResult, roof: dict) -> pd.DataFrame:
+    """The tiled TF32 kernels profiled at ``ROOF_SHAPE`` (Nsight Compute): tensor pipe busy, DRAM bytes
+    (read + written) and L2 bytes read by the SMs (sectors x 32), the FLOP per byte of each, and the
+    share of the measured bandwidth roof (``roof["bandwidth_gbps"]``) the DRAM traffic used in the
+    profiled launch. Empty when the recording has no such counters."""
+    m, n, k = SHAPES[ROOF_SHAPE]
+    flops = 2 * m * n * k
+    rows = []
+    for name, case in zip(ROOF_NCU_KERNELS, ROOF_NCU_CASES, strict=True):
+        entry = result.evidence.ncu.get(case)
+        if entry is None:
+            continue
+        metrics = entry["metrics"]
+        dram = metrics.get(NCU_SHORT["dram_read"], np.nan) + metrics.get(NCU_SHORT["dram_write"], np.nan)
+        l2 = 32 * metrics.get(NCU_SHORT["l2_read_sectors"], np.nan)
+        seconds = metrics[NCU_SHORT["time_ns"]] / 1e9
+        rows.append({"kernel": name, "tile_intensity": tile_intensity(name),
+                     "tensor_pipe": metrics.get(NCU_SHORT["tensor_pipe"], np.nan),
+                     "tflops_profiled": flops / seconds / 1e12,
+                     "dram_gb": dram / 1e9, "l2_read_gb": l2 / 1e9,
+                     "flop_per_dram_byte": flops / dram, "flop_per_l2_byte": flops / l2,
+                     "dram_share_of_roof": dram / seconds / 1e9 / roof["bandwidth_gbps"]})
+    columns = ["kernel", "tile_intensity", "tensor_pipe", "tflops_profiled", "dram_gb", "l2_read_gb",
+               "flop_per_dram_byte", "flop_per_l2_byte", "dram_share_of_roof"]
+    return pd.DataFrame(rows, columns=columns).set_index("kernel")
 
 
 SCHEDULERS_PER_SM = 4  # warp schedulers per SM, each issuing at most one warp instruction a cycle

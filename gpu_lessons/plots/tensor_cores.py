@@ -122,6 +122,58 @@ def slab_k_order(order: list[tuple[int, int, int, int]]) -> Figure:
                     "t+4 of one MMA, the other two of the next.")
 
 
+def warp_tile(bm: int, bn: int, wm: int, wn: int) -> Figure:
+    """The warp-tile step: left, a block's bm x bn tile of C split among its warps (wm x wn each); right,
+    one warp's tile as (wm/16) x (wn/8) MMA tiles of 16x8, the A fragments (one per row of MMA tiles)
+    and B fragments (one per column) it loads per k-step, each reused across the row or column."""
+    m_tiles, n_tiles = wm // 16, wn // 8
+    warps_m, warps_n = bm // wm, bn // wn
+    fig = _figure(11.5, 5.2)
+    left, right = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
+    for w in range(warps_m * warps_n):
+        row, col = w // warps_n, w % warps_n
+        left.add_patch(Rectangle((col * wn, row * wm), wn, wm, facecolor=GROUP_COLORS[w % 8], alpha=0.3,
+                                 edgecolor="white", linewidth=2))
+        left.text(col * wn + wn / 2, row * wm + wm / 2, f"warp {w}\n{wm}×{wn}", ha="center", va="center",
+                  fontsize=STYLE["note_size"])
+    left.set_xlim(0, bn)
+    left.set_ylim(bm, 0)
+    left.set_aspect("equal")
+    left.set_title(f"A block's {bm}×{bn} tile of C: {warps_m * warps_n} warps",
+                   fontsize=STYLE["label_size"] - 1, loc="left")
+    left.set_xticks([0, bn], [0, bn])
+    left.set_yticks([0, bm], [0, bm])
+    # one warp: MMA tiles, with the A strip to the left and the B strip on top
+    ax = right
+    for i in range(m_tiles):
+        for j in range(n_tiles):
+            ax.add_patch(Rectangle((j * 8, i * 16), 8, 16, facecolor=GROUP_COLORS[0], alpha=0.18,
+                                   edgecolor="white", linewidth=1.5))
+            ax.text(j * 8 + 4, i * 16 + 8, f"acc{i}_{j}", ha="center", va="center",
+                    fontsize=STYLE["note_size"] - 2)
+    for i in range(m_tiles):
+        ax.add_patch(Rectangle((-10, i * 16), 8, 16, facecolor=GROUP_COLORS[1], alpha=0.45, edgecolor="white",
+                               linewidth=1.5))
+        ax.text(-6, i * 16 + 8, f"A{i}", ha="center", va="center", fontsize=STYLE["note_size"] - 1)
+    for j in range(n_tiles):
+        ax.add_patch(Rectangle((j * 8, -10), 8, 8, facecolor=GROUP_COLORS[2], alpha=0.45, edgecolor="white",
+                               linewidth=1.5))
+        ax.text(j * 8 + 4, -6, f"B{j}", ha="center", va="center", fontsize=STYLE["note_size"] - 1)
+    ax.set_xlim(-11, wn + 1)
+    ax.set_ylim(wm + 1, -11)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    ax.set_title(f"Warp 0's {wm}×{wn}: {m_tiles * n_tiles} MMAs a k-step,\n{m_tiles} A + {n_tiles} B "
+                 "fragments loaded", fontsize=STYLE["label_size"] - 1, loc="left")
+    fig.suptitle("The warp tile: each fragment loaded once per k-step feeds a whole row or column of MMAs",
+                 fontsize=STYLE["title_size"], x=0.01, ha="left")
+    return with_alt(fig, f"Left: a {bm} by {bn} block tile of C divided into {warps_m * warps_n} warp tiles "
+                    f"of {wm} by {wn}. Right: one warp tile as a {m_tiles} by {n_tiles} grid of 16 by 8 MMA "
+                    f"tiles acc0_0 to acc{m_tiles - 1}_{n_tiles - 1}, with {m_tiles} A fragments A0 to "
+                    f"A{m_tiles - 1} along its rows and {n_tiles} B fragments B0 to B{n_tiles - 1} along its "
+                    f"columns: fragment Ai feeds the {n_tiles} MMAs of row i, Bj the {m_tiles} of column j.")
+
+
 def steady_period(schedule: pd.DataFrame, stages: int) -> float:
     """Time per tile once a pipeline is running: the last ``stages - 1`` intervals between computes
     (a pattern repeats every ``stages - 1`` tiles), start-up excluded."""

@@ -237,10 +237,12 @@ _STATE = "_gpu_lessons_cp_async"  # on each simulated thread: [uncommitted copie
 class CpAsyncLog:
     """The simulated cp.async copies of the launches run inside ``cp_async_log()``: ``issued`` holds
     (thread id, dst byte offset, copy size, src_bytes) per copy as issued; ``landed`` holds (dst array
-    address, dst byte offset, copy size) per copy as a wait landed it in shared memory."""
+    address, dst byte offset, copy size) per copy as a wait landed it in shared memory; ``waits`` holds
+    (thread id, groups still in flight after it) per wait."""
 
     issued: list = field(default_factory=list)
     landed: list = field(default_factory=list)
+    waits: list = field(default_factory=list)
 
     def landed_bytes(self) -> set[int]:
         """The byte offsets (in their shared arrays) that landed copies wrote."""
@@ -344,6 +346,8 @@ def cp_async_wait_group(n):
             dst_raw.view(np.uint8)[offset:offset + data.size] = data
             for log in _LOGS:
                 log.landed.append((dst_raw.__array_interface__["data"][0], offset, data.size))
+    for log in _LOGS:
+        log.waits.append((scheduler.current_thread().thread_id, len(groups)))
 
 
 def cp_async_wait_all():
