@@ -448,6 +448,7 @@ class _Gathering:
         self.issue = None
         self.error: BaseException | None = None
         self.done = False
+        self.stuck: dict[tuple, int] = {}  # (thread, its barrier count) -> polls seen in syncthreads
 
 
 @dataclass
@@ -516,8 +517,13 @@ def _complete(name: str, n: int, payloads: dict, window, where: str, block_index
     return results, issue
 
 
+STUCK_POLLS = 4  # a thread seen in the same syncthreads() this many polls running is stuck there
+
+
 def _missing_stopped(block, first_thread: int, gathering) -> str | None:
-    """Why the warpgroup can never gather: a missing thread exited or waits in syncthreads."""
+    """Why the warpgroup can never gather: a missing thread exited, or waits in syncthreads (the
+    barrier needs the threads waiting here; seen on several polls, since a thread just released
+    from a barrier still looks as if it were in it until it runs again)."""
     for local in range(WARPGROUP):
         if local in gathering.payloads:
             continue
@@ -527,7 +533,10 @@ def _missing_stopped(block, first_thread: int, gathering) -> str | None:
         if thread._warp_exited:
             return f"thread {first_thread + local} has exited"
         if thread._warp_in_barrier:
-            return f"thread {first_thread + local} waits in cuda.syncthreads()"
+            mark = (first_thread + local, thread._warp_barriers)
+            gathering.stuck[mark] = gathering.stuck.get(mark, 0) + 1
+            if gathering.stuck[mark] >= STUCK_POLLS:
+                return f"thread {first_thread + local} waits in cuda.syncthreads()"
     return None
 
 
