@@ -139,12 +139,12 @@ def descriptor_bits(address, leading_bytes, stride_bytes, swizzle):
     32-45 ``stride_bytes >> 4`` (the next 8 rows), 49-51 base offset 0, 62-63 ``swizzle`` (0 none,
     1 128-byte, 2 64-byte, 3 32-byte). Plain integer arithmetic: numba compiles this same function
     for kernels (``gpu_lessons.ptx.matrix_descriptor``), and host code calls it to draw the bits."""
-    start = (address & 0x3FFFF) >> 4
-    leading = (leading_bytes >> 4) & 0x3FFF
-    stride = (stride_bytes >> 4) & 0x3FFF
+    start = (int(address) & 0x3FFFF) >> 4
+    leading = (int(leading_bytes) >> 4) & 0x3FFF
+    stride = (int(stride_bytes) >> 4) & 0x3FFF
     low = start | (leading << 16)
-    high = stride | ((swizzle & 3) << 30)
-    return (high << 32) | low
+    high = stride | ((int(swizzle) & 3) << 30)
+    return (high << 32) | low  # a Python int here; an int64 of the same bits in a kernel
 
 
 @dataclass(frozen=True)
@@ -305,9 +305,7 @@ def shared_address(array, index):
     return np.uint32(base + view_offset + index * raw.itemsize)
 
 
-def matrix_descriptor(address, leading_bytes, stride_bytes, swizzle):
-    """``descriptor_bits`` as the uint64 a kernel holds."""
-    return np.uint64(descriptor_bits(int(address), int(leading_bytes), int(stride_bytes), int(swizzle)))
+matrix_descriptor = descriptor_bits  # the kernel API's name for it
 
 
 def fence_proxy_async():
