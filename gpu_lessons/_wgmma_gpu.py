@@ -17,7 +17,7 @@ from numba.cuda import types
 from numba.cuda.extending import intrinsic, register_jitable
 
 from .sim import wgmma as _python
-from .sim.wgmma import WGMMA_N, descriptor_bits
+from .sim.wgmma_layout import WGMMA_N, descriptor_bits
 
 _I32, _I64, _F32 = ir.IntType(32), ir.IntType(64), ir.FloatType()
 _SHARED = 3

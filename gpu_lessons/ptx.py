@@ -55,7 +55,7 @@ SIMULATED = choose_mode() == "sim"
 __all__ = ["cp_async4", "cp_async8", "cp_async16", "cp_async_commit_group", "cp_async_wait_all",
            "cp_async_wait_group", "cvt_rna_tf32", "mma_tf32"]
 
-from .sim.wgmma import (  # noqa: E402 - plain Python, for both modes
+from .sim.wgmma_layout import (  # noqa: E402 - plain Python, for both modes
     SWIZZLE_32B,
     SWIZZLE_64B,
     SWIZZLE_128B,
