@@ -23,10 +23,28 @@ PTX instruction (the pattern of ``bench.global_timer_ns``). Call them inside ``@
 ``cvt_rna_tf32(x)``
     ``cvt.rna.tf32.f32``: x rounded to nearest TF32 (ties away from zero), returned as a float32
     whose 13 low bits are zero, for kernels that want A and B rounded rather than cut.
+``shared_address(array, index)``, ``matrix_descriptor(address, leading_bytes, stride_bytes, swizzle)``
+    Hopper (sm_90a only): the shared-window byte address of ``array[index]`` (``cvta.to.shared``),
+    and the 64-bit shared-memory matrix descriptor of a wgmma operand (``SWIZZLE_NONE``,
+    ``SWIZZLE_128B``, ``SWIZZLE_64B``, ``SWIZZLE_32B``; the layout in ``gpu_lessons.sim.wgmma``).
+``wgmma_m64n{N}k8_tf32(desc_a, desc_b, acc, scale_d) -> acc`` for N in ``WGMMA_N`` (8 ... 256)
+    ``wgmma.mma_async.sync.aligned.m64nNk8.f32.tf32.tf32``: the 128 threads of a warpgroup (4
+    consecutive warps) together add A (64x8, shared memory, ``desc_a``) times B (8xN, ``desc_b``,
+    stored N rows of K) to D (64xN: ``acc``, a tuple of N/2 float32 per thread, mma.m16n8's layout
+    per 16-row slab, one slab per warp), or start from zero where ``scale_d`` is 0. Asynchronous:
+    ``acc`` may be passed on to further wgmmas, but read only after ``wgmma_wait_group``.
+``wgmma_zero_accumulators(N)``: the N/2 zeros to start from (a literal tuple of many floats trips
+    numba's bytecode reader). ``wgmma_fence()`` (``wgmma.fence.sync.aligned``) before each batch;
+    ``wgmma_commit_group()``; ``acc = wgmma_wait_group(n, acc)`` (``wgmma.wait_group.sync.aligned
+    n``, n a constant; passing ``acc`` through keeps the compiler from reading it earlier);
+    ``fence_proxy_async()`` (``fence.proxy.async.shared::cta``) after storing operands to shared
+    memory and before the barrier that precedes the wgmma. On a GPU other than sm_90 these fail to
+    compile with one line saying so.
 
-On the simulator these are the Python functions of ``gpu_lessons.sim.ptx``: the copies land at the
-wait; the MMA is a warp collective whose fragment layout is exact and whose arithmetic is a model
-fitted to an H200's outputs (bit-identical on 76-95% of them, every one within 2^-23 (|A||B| + |C|)).
+On the simulator these are the Python functions of ``gpu_lessons.sim.ptx`` and ``.sim.wgmma``: the
+copies land at the wait; the MMA is a warp collective whose fragment layout is exact and whose
+arithmetic is a model fitted to an H200's outputs (bit-identical on 76-95% of them, every one
+within 2^-23 (|A||B| + |C|)).
 With a GPU the tracer swaps the same functions in (``trace.register_python_twin``).
 """
 
@@ -36,6 +54,20 @@ SIMULATED = choose_mode() == "sim"
 
 __all__ = ["cp_async4", "cp_async8", "cp_async16", "cp_async_commit_group", "cp_async_wait_all",
            "cp_async_wait_group", "cvt_rna_tf32", "mma_tf32"]
+
+from .sim.wgmma_layout import (  # noqa: E402 - plain Python, for both modes
+    SWIZZLE_32B,
+    SWIZZLE_64B,
+    SWIZZLE_128B,
+    SWIZZLE_NONE,
+    WGMMA_N,
+    descriptor_bits,
+)
+
+__all__ += ["SWIZZLE_32B", "SWIZZLE_64B", "SWIZZLE_128B", "SWIZZLE_NONE", "WGMMA_N", "WGMMA_TF32",
+            "descriptor_bits", "fence_proxy_async", "matrix_descriptor", "shared_address",
+            "wgmma_commit_group", "wgmma_fence", "wgmma_wait_group", "wgmma_zero_accumulators",
+            *(f"wgmma_m64n{n}k8_tf32" for n in WGMMA_N)]
 
 if SIMULATED:
     from .sim.ptx import (  # noqa: F401 - the kernel API on the simulator
@@ -48,6 +80,18 @@ if SIMULATED:
         cvt_rna_tf32,
         mma_tf32,
     )
+    from .sim.wgmma import (  # noqa: F401 - the kernel API on the simulator
+        WGMMA_TF32,
+        fence_proxy_async,
+        matrix_descriptor,
+        shared_address,
+        wgmma_commit_group,
+        wgmma_fence,
+        wgmma_wait_group,
+        wgmma_zero_accumulators,
+    )
+
+    globals().update({f.__name__: f for f in WGMMA_TF32.values()})
 
 else:
     from llvmlite import ir
@@ -162,8 +206,24 @@ else:
 
         return types.float32(types.float32), codegen
 
+    from . import _wgmma_gpu
+    from ._wgmma_gpu import (  # noqa: F401 - the kernel API on a GPU
+        WGMMA_TF32,
+        fence_proxy_async,
+        matrix_descriptor,
+        shared_address,
+        wgmma_commit_group,
+        wgmma_fence,
+        wgmma_wait_group,
+        wgmma_zero_accumulators,
+    )
+
+    globals().update({f"wgmma_m64n{n}k8_tf32": f for n, f in WGMMA_TF32.items()})
+
     # With a GPU, the tracer runs kernels on the simulator: it swaps these for their Python twins.
     from .sim.trace import register_python_twin
+
+    _wgmma_gpu.register_twins(register_python_twin)
 
     for _compiled, _twin in ((cp_async4, _python.cp_async4), (cp_async8, _python.cp_async8),
                              (cp_async16, _python.cp_async16),

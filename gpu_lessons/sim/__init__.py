@@ -3,6 +3,8 @@
 - ``warp``: warp-level primitives (shuffles, votes, syncwarp, activemask) with CUDA semantics.
 - ``trace``: per-instruction memory-traffic counters named after Nsight Compute metrics.
 - ``fma``: a fused ``cuda.fma`` (the simulator's rounds twice), so results match the GPU's FFMA.
+- ``ptx`` and ``wgmma``: the Python twins of ``gpu_lessons.ptx`` (cp.async, mma.sync, Hopper's wgmma
+  with its matrix descriptors, fences and asynchrony), installed as plain functions, not patches.
 - ``scheduler``: a block manager that waits for its threads instead of polling them (faster).
 - ``target``: the device reports a target GPU's compute capability and limits
   (``GPU_LESSONS_DEVICE=t4``, ...), so the course runs as on that GPU.

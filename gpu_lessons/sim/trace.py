@@ -22,6 +22,10 @@ each pointer's distance from a 256-byte boundary, which sectors and banks depend
 helpers that cannot run as Python (``@intrinsic``s) need a twin: ``register_python_twin``. Keep
 such launches small: one Python thread per CUDA thread.
 
+Hopper's wgmma (``gpu_lessons.ptx``) reads its operands from shared memory through the tensor
+cores, not the load/store unit: ``MemoryTrace.wgmma`` lists each warpgroup wgmma with the bytes of
+A and B it read (``sim.wgmma.wgmma_log``), apart from the LSU counts.
+
 Not counted: atomics (their own Nsight Compute metrics), local arrays (registers or local memory),
 constant arrays, accesses made by the simulator or by gpu_lessons' helpers (which report theirs
 through ``note_vector_access``). Where the compiler merges accesses (four adjacent shared loads of
@@ -44,6 +48,7 @@ from .instruction_table import instruction_table
 from .recorder import GLOBAL, FakeCUDAArray, Recorder, TraceError, root_of
 from .trace_result import METRICS, MemoryTrace
 from .warp_request import accesses_frame, sites_frame
+from .wgmma import wgmma_log
 
 __all__ = ["METRICS", "MemoryTrace", "TraceError", "is_tracing", "note_vector_access",
            "register_python_twin", "trace"]
@@ -246,6 +251,7 @@ def trace(kernel, grid, block, *args, dynamic_shared_bytes: int = 0,
         arguments = _Arguments(args, simulated.py_func, rec, gpu_mode)
         if gpu_mode:
             stack.enter_context(_python_device_functions(simulated.py_func))
+        wgmma = stack.enter_context(wgmma_log())
         simulated[grid3, block3, 0, dynamic_shared_bytes](*arguments.values)
     arguments.write_back()
     name = simulated.py_func.__name__
@@ -253,4 +259,4 @@ def trace(kernel, grid, block, *args, dynamic_shared_bytes: int = 0,
     table = instruction_table(data, rec.roots, rec.instructions, name)
     accesses = accesses_frame(data)
     sites = sites_frame(rec.instructions, rec.roots, accesses)
-    return MemoryTrace(name, grid3, block3, table, accesses=accesses, sites=sites)
+    return MemoryTrace(name, grid3, block3, table, accesses=accesses, sites=sites, wgmma=wgmma.frame())

@@ -80,6 +80,7 @@ class MemoryTrace:
     totals: dict = field(default_factory=dict)
     accesses: pd.DataFrame | None = field(default=None, repr=False)  # one row per thread access
     sites: pd.DataFrame | None = field(default=None, repr=False)  # instruction ids -> source
+    wgmma: pd.DataFrame | None = field(default=None, repr=False)  # one row per warpgroup wgmma
 
     def __post_init__(self):
         if not self.totals:
