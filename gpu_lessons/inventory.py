@@ -187,7 +187,7 @@ def _bank_conflicts() -> list[Launch]:
         "transpose_tile64_scalar_swizzled_kernel")]
     rows += [_plain(bc, f"{bc}.{name}", signature=FLAT_TRANSPOSE) for name in (
         "transpose_tile64_kernel", "transpose_tile64_swizzled_kernel", "transpose_tile32_vec4_kernel",
-        "transpose_tile32_vec4_swizzled_kernel")]
+        "transpose_tile32_vec4_swizzled_kernel", "transpose_tile32_vec4_float4_padded_kernel")]
     return rows
 
 
@@ -199,6 +199,8 @@ def _reduce() -> list[Launch]:
     rows = [_plain("reduce", label, signature=SIGNATURES.get(label, COPY)) for label in labels]
     rows.append(_plain("reduce", "reduce.vec4", part="vec4_smem4",
                        shared=lambda target: k.capped_dynamic_shared(limits=target.sm_limits())))
+    rows += [_plain("reduce", f"divergence.{name}", _module("divergence").BLOCK,  # the two-path warp
+                    signature="float32[::1], float32[::1], int32") for name in _module("divergence").KERNELS]
     return rows
 
 
@@ -238,7 +240,8 @@ def _tensor_cores() -> list[Launch]:
 
     tcl = "tensor_cores"
     rows = [_plain(tcl, "tensor_cores.mma_demo_kernel", 32, "mma_demo"),
-            _plain(tcl, "tensor_cores.mma_global", 32 * tc.GLOBAL_WARPS_M * tc.GLOBAL_WARPS_N, "mma_global")]
+            _plain(tcl, "tensor_cores.mma_global", 32 * tc.GLOBAL_WARPS_M * tc.GLOBAL_WARPS_N, "mma_global"),
+            _plain(tcl, "tensor_cores.round_tf32_kernel", tc.ROUND_BLOCK, "round_tf32 (rounded once)")]
     for variant in lesson.VARIANTS:
         if variant.kind == "global":
             continue
