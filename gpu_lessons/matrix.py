@@ -235,12 +235,12 @@ _NEEDS = re.compile(r"(?:Feature|Instruction) '([^']+)' requires \.target (sm_\d
 
 
 # ptxas names the parts of an instruction it refuses; the matrix names the instruction
-FEATURES = {".tf32": "mma.sync .tf32", ".m16n8k8": "mma.sync .tf32", "cp.async": "cp.async",
+FEATURES = {".tf32": "TF32", ".m16n8k8": "mma.sync", "cp.async": "cp.async",  # .tf32: mma.sync or cvt.rna
             "cp.async.commit_group": "cp.async", "cp.async.wait_group": "cp.async"}
 
 
 def _refusal(error: str) -> str:
-    """ptxas's refusal in a few words: 'needs sm_80 (mma.sync .tf32, cp.async)'."""
+    """ptxas's refusal in a few words: 'needs sm_80 (mma.sync, TF32, cp.async)'."""
     needs = _NEEDS.findall(error)
     if needs:
         arch_needed = max((a for _, a in needs), key=lambda a: int(a[3:]))

@@ -60,8 +60,8 @@ def test_lesson_7_needs_sm_80_and_its_big_tiles_need_the_big_shared_memories(com
     def cell(kernel, target):
         return committed["kernels"][kernel]["targets"][target]
 
-    assert cell("tensor_cores/mma_async", "t4")["reason"] == "needs sm_80 (mma.sync .tf32, cp.async)"
-    assert cell("tensor_cores/mma_global", "t4")["reason"] == "needs sm_80 (mma.sync .tf32)"
+    assert cell("tensor_cores/mma_async", "t4")["reason"] == "needs sm_80 (mma.sync, TF32, cp.async)"
+    assert cell("tensor_cores/mma_global", "t4")["reason"] == "needs sm_80 (mma.sync, TF32)"
     assert cell("tensor_cores/simt cp.async 2 stages", "t4")["reason"] == "needs sm_80 (cp.async)"
     assert cell("tensor_cores/warp_tile_64x64 128x256", "rtx4090")["reason"] == \
         "shared 144 KiB > 99 KiB opt-in on sm_89"
@@ -153,7 +153,7 @@ def test_the_command_prints_one_lesson_and_the_reasons(capsys):
     assert cli.main(["targets", "tensor_cores"]) == 0
     out = capsys.readouterr().out
     assert "tensor_cores/warp_tile 4 stages" in out and "roofline/" not in out
-    assert "needs sm_80 (mma.sync .tf32, cp.async)" in out
+    assert "needs sm_80 (mma.sync, TF32, cp.async)" in out
     assert "shared 144 KiB > 99 KiB opt-in on sm_89" in out
     assert cli.main(["targets", "nope"]) == 2
 
