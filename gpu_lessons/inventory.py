@@ -241,7 +241,7 @@ def _tensor_cores() -> list[Launch]:
     tcl = "tensor_cores"
     rows = [_plain(tcl, "tensor_cores.mma_demo_kernel", 32, "mma_demo"),
             _plain(tcl, "tensor_cores.mma_global", 32 * tc.GLOBAL_WARPS_M * tc.GLOBAL_WARPS_N, "mma_global"),
-            _plain(tcl, "tensor_cores.round_tf32_kernel", tc.ROUND_BLOCK, "round_tf32 (rounded once)")]
+            _plain(tcl, "tensor_cores.round_tf32_kernel", tc.ROUND_BLOCK, lesson.ROUND_PART)]
     for variant in lesson.VARIANTS:
         if variant.kind == "global":
             continue

@@ -17,6 +17,8 @@ import numpy as np
 from numba.cuda.simulator.kernelapi import FakeCUDAShared
 from numba.np import numpy_support
 
+from ..sim import scheduler
+
 
 @contextmanager
 def counted_barriers():
@@ -45,7 +47,7 @@ def counted_barriers():
 
 
 def _thread_key() -> tuple:
-    thread = threading.current_thread()
+    thread = scheduler.current_thread()
     return (tuple(getattr(thread, "blockIdx", (0, 0, 0))), tuple(getattr(thread, "threadIdx", (0, 0, 0))))
 
 

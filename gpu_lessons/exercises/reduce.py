@@ -30,7 +30,7 @@ from ..device import WARP_SIZE
 from ..kernels import reduce as k
 from ..lessons import reduce as lesson
 from ..mode import choose_mode
-from ..sim import trace
+from ..sim import scheduler, trace
 from . import guarded, races, report
 
 # ----------------------------------------------------------------------------- exercise 1
@@ -152,7 +152,7 @@ def _counted_shuffles():
 
     def collective(kind, mask, payload, frame):
         if kind.startswith("shfl"):
-            thread = threading.current_thread()
+            thread = scheduler.current_thread()
             key = (tuple(thread.blockIdx), tuple(thread.threadIdx))
             with lock:
                 counts[key] = counts.get(key, 0) + 1

@@ -212,10 +212,12 @@ def peak_launch_shape(sms: int, warps_per_sm: int, chains: int) -> tuple[int, in
 # ----------------------------------------------------------------------------- what a GPU can run
 
 # Every kernel the lesson runs, by name, with what it needs of the GPU (gpu_lessons.gates)
+ROUND_PART = "round_tf32 (rounded once)"
 NEEDS: dict[str, gates.Needs] = {
     "mma_demo": tc.MMA_NEEDS,
     **{v.name: v.needs for v in VARIANTS},
     **{name: tc.MMA_NEEDS for name in PEAKS},
+    ROUND_PART: gates.Needs(cc=tc.SM80, why="cvt.rna.tf32"),  # the "rounded once" section's rounding
     # cuBLAS with CUPY_TF32=1: TF32 tensor cores (sm_80 on); before them it computes FP32, which the
     # section would report as "TF32 was off"
     "cublas tf32": gates.Needs(cc=tc.SM80, why="TF32 tensor cores"),
@@ -699,8 +701,8 @@ def _rounded_once(run: Run) -> None:
     """warp_tile with cvt.rna, without it, and without it on inputs rounded once (the rounding timed apart
     and with the GEMM) at ``ONCE_SHAPE``, on the same inputs; errors in ``facts["rounded_once_errors"]``."""
     gated = left_out()
-    cannot = [gated[name] for name in ("warp_tile", "warp_tile unrounded") if name in gated]
-    if cannot:  # every kernel of the section is one of these two (and round_tf32: cvt.rna, sm_80 too)
+    cannot = [gated[name] for name in ("warp_tile", "warp_tile unrounded", ROUND_PART) if name in gated]
+    if cannot:  # the section's kernels: these two and the rounding
         for name in ONCE_VARIANTS:
             run.leave_out(name, cannot[0])
         return

@@ -92,7 +92,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import recorder, warp
+from . import recorder, scheduler, warp
 from .ptx import HOPPER_TF32, _mma
 from .wgmma_layout import (  # noqa: F401 - the layouts, re-exported
     ACCUMULATOR_ROWS,
@@ -275,7 +275,7 @@ class _ThreadState:
 
 
 def _thread_state(name: str) -> _ThreadState:
-    thread = threading.current_thread()
+    thread = scheduler.current_thread()
     if getattr(thread, "thread_id", None) is None or not hasattr(thread, "_manager"):
         raise RuntimeError(f"{name}() can only be called inside a kernel on the simulator")
     state = thread.__dict__.get(_THREAD_STATE)
