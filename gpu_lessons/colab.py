@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib.metadata
 import sys
 
-REPOSITORY = "https://github.com/lcpu-club/gpu-lessons"  # assumed public address (not checked from here: no remote, no network)
+REPOSITORY = "https://github.com/lcpu-club/gpu-lessons"  # assumed: not checkable here (no remote)
 BRANCH = "main"  # the branch Colab links open
 EXTRA = "cu12"  # Colab's driver is CUDA 12.x
 COLAB = "https://colab.research.google.com/github/"
