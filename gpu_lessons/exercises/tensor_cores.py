@@ -31,7 +31,7 @@ from numba import cuda, float32
 from .. import SIMULATED, gates, lessons, ptx
 from ..kernels import tc_codegen
 from ..lessons import tensor_cores as lesson
-from ..sim.ptx import c_fragment, cp_async_log, tf32_rna, tf32_truncate
+from ..sim.ptx import c_fragment, cp_async_log, mmas_completed, tf32_rna, tf32_truncate
 from ..sim.trace import trace
 from . import guarded, report
 
@@ -238,24 +238,37 @@ def _counted_per_slab(wm: int, wn: int) -> tuple[int, int, int]:
 
 
 def check_per_slab(per_slab) -> object:
-    """``per_slab(wm, wn)`` returns (MMAs, 16-byte A loads, 4-byte B loads) of one warp per 16-deep slab."""
+    """``per_slab(wm, wn)`` returns (MMAs, 16-byte A loads, 4-byte B loads) of one warp per 16-deep slab.
+    The check passes its five tiles at once, as NumPy arrays of wm and wn: the answer is the count in
+    arithmetic, held to the generated source of each tile."""
     name = "exercise 3 (a warp tile's work per slab)"
     hint = ("Hint: a slab is 16 deep, two k-steps of 8; an MMA tile is 16x8; a lane's one 16-byte load of "
             "A covers 4 k of one row (rows g and g+8), a 4-byte load of B one k of one column")
 
     def attempt():
-        for wm, wn in SLAB_TILES:
-            got = per_slab(wm, wn)
+        wms = np.array([wm for wm, _ in SLAB_TILES], np.int64)
+        wns = np.array([wn for _, wn in SLAB_TILES], np.int64)
+        try:
+            got = per_slab(wms, wns)
+        except NotImplementedError:
+            raise
+        except Exception as error:  # noqa: BLE001 - scalar-only code meets arrays: say how to fix it
+            return report(name, False, f"the check calls per_slab(wm, wn) with NumPy arrays of {len(wms)} "
+                                       f"tiles, and your code raised {type(error).__name__}: {error}. Count "
+                                       "with arithmetic (//, *, +), which works on arrays as on numbers")
+        try:
+            answer = [np.broadcast_to(np.asarray(v).astype(np.int64), wms.shape) for v in got]
+        except (TypeError, ValueError):
+            return report(name, False, f"return (MMAs, A loads, B loads), got {type(got).__name__}")
+        if len(answer) != 3:
+            return report(name, False, f"return three counts (MMAs, A loads, B loads), got {len(answer)}")
+        for k, (wm, wn) in enumerate(SLAB_TILES):
+            mine = tuple(int(v[k]) for v in answer)
             expected = _counted_per_slab(wm, wn)
-            try:
-                answer = tuple(int(v) for v in got)
-            except TypeError:
-                return report(name, False,
-                              f"warp tile {wm}x{wn}: return (MMAs, A loads, B loads), got {got!r}")
-            if answer != expected:
+            if mine != expected:
                 wrong = [label for label, a, e in zip(("MMAs", "16-byte loads of A", "4-byte loads of B"),
-                                                      answer + (None,) * 3, expected, strict=False) if a != e]
-                return report(name, False, f"warp tile {wm}x{wn}: you say {got}; the generated kernel's "
+                                                      mine, expected, strict=True) if a != e]
+                return report(name, False, f"warp tile {wm}x{wn}: you say {mine}; the generated kernel's "
                                            f"{' and '.join(wrong)} differ. {hint}")
         mmas, a, b = _counted_per_slab(64, 64)
         narrow = _counted_per_slab(64, 32)
@@ -411,6 +424,7 @@ def check_mma_rounded(kernel) -> object:
         bt = rng.standard_normal((8, 8), dtype=np.float32)
         d = np.full((16, 8), np.nan, np.float32)
         cannot = "" if SIMULATED else gates.missing(gates.Needs(cc=(8, 0), why="mma.sync .tf32"))
+        mmas = mmas_completed()
         if cannot:  # a GPU before sm_80 cannot run it: the simulator runs it
             print(f"{name}: the kernel {cannot}: checked on the simulator only")
             trace(kernel, 1, 32, a, bt, d)
@@ -418,6 +432,9 @@ def check_mma_rounded(kernel) -> object:
             d_d = cuda.to_device(d)
             kernel[1, 32](cuda.to_device(a), cuda.to_device(bt), d_d)
             d = d_d.copy_to_host()
+            if not SIMULATED:  # the MMAs are counted on the simulator
+                trace(kernel, 1, 32, a, bt, np.full((16, 8), np.nan, np.float32))
+        mmas = mmas_completed() - mmas
         if np.isnan(d).any():
             return report(name, False, f"{int(np.isnan(d).sum())} of D's 128 elements never written (NaN). "
                                        "Hint: each lane stores its four d's at rows g, g+8, columns 2t, 2t+1")
@@ -428,6 +445,9 @@ def check_mma_rounded(kernel) -> object:
             exact = convert(a).astype(np.float64) @ convert(bt).T.astype(np.float64)
             return float(np.max(np.abs(d - exact) / scale))
 
+        if mmas != 1:
+            return report(name, False, f"the warp ran {mmas} mma_tf32, not one: the exercise is one "
+                                       "tensor-core MMA of the whole warp, each lane bringing its fragments")
         if off(tf32_rna) <= unit:
             return report(name, True, "D is A B with A and B rounded to nearest TF32, not cut")
         if off(tf32_truncate) <= unit:
@@ -437,8 +457,9 @@ def check_mma_rounded(kernel) -> object:
         if off(lambda v: v) <= 2.0**-10:
             return report(name, False, "D is near A B but neither rounded nor cut as a whole: is every one "
                                        "of the six operands converted the same way?")
-        return report(name, False, "D is not A B: check which element of bt each lane's b0 and b1 read "
-                                   "(bt[n][k] = B[k][n])")
+        return report(name, False, "D is not A B: check each lane's fragments against section 1's layout: "
+                                   "which elements of A its a0..a3 hold, and which element of bt its b0 and "
+                                   "b1 read (bt[n][k] = B[k][n])")
 
     return guarded(name, attempt)
 
