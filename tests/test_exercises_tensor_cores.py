@@ -1,6 +1,7 @@
 """Lesson 7's exercises: the notebook's skeletons fail their checks, the solutions pass, and plausible
-wrong answers fail (among them one call of a course function the lesson shows, for exercises 1, 3
-and 4, and on a GPU as on the simulator the cp.async races of exercises 2 and 5)."""
+wrong answers fail (among them lookups in the course's layout table and generated source, which the
+array inputs of exercises 1 and 3 turn away, one call of a course function for exercise 4, and the
+cp.async races of exercises 2 and 5, found by the order of barriers, copies and reads)."""
 
 import math
 
@@ -10,6 +11,7 @@ from gpu_lessons import ptx
 from gpu_lessons.exercises import tensor_cores as ex
 from gpu_lessons.kernels import tensor_cores as tc
 from gpu_lessons.lessons import tensor_cores as lesson
+from gpu_lessons.sim.ptx import c_fragment
 
 cuda, float32 = ex.cuda, ex.float32  # numba.cuda as gpu_lessons imported it
 
@@ -160,6 +162,77 @@ def no_barrier(x, y):  # each lane waits for its own copy, then reads another la
         y[4 * t + q] = tile[127 - 4 * t - q]
 
 
+@cuda.jit
+def reads_x_not_the_tile(x, y):  # the copies land, but each output is read straight from x
+    tile = cuda.shared.array(128, float32)
+    t = cuda.threadIdx.x
+    ptx.cp_async16(tile, 4 * t, x, 4 * t, 16)
+    ptx.cp_async_commit_group()
+    ptx.cp_async_wait_group(0)
+    for q in range(4):
+        y[4 * t + q] = x[127 - 4 * t - q]
+
+
+@cuda.jit
+def lane_0_copies_all(x, y):  # one lane issues all 32 copies
+    tile = cuda.shared.array(128, float32)
+    t = cuda.threadIdx.x
+    for q in range(4):
+        tile[4 * t + q] = math.nan
+    cuda.syncthreads()
+    if t == 0:
+        for s in range(32):
+            ptx.cp_async16(tile, 4 * s, x, 4 * s, 16)
+    ptx.cp_async_commit_group()
+    ptx.cp_async_wait_group(0)
+    cuda.syncthreads()
+    for q in range(4):
+        y[4 * t + q] = tile[127 - 4 * t - q]
+
+
+def _pipeline_after_issue(wait: int, wait_at_top: bool):
+    """Exercise 5's kernel with the barrier after the next copy's issue and commit (the wait there too,
+    or at the top): the copy into the stage read last iteration is ordered after no one's reads."""
+
+    @cuda.jit
+    def kernel(x, y, tiles):
+        smem = cuda.shared.array(3 * 128, float32)
+        t = cuda.threadIdx.x
+        for q in range(12):
+            smem[12 * t + q] = math.nan
+        cuda.syncthreads()
+        for s in range(2):
+            if s < tiles:
+                ptx.cp_async16(smem, 128 * s + 4 * t, x, 128 * s + 4 * t, 16)
+            ptx.cp_async_commit_group()
+        for tile in range(tiles):
+            if wait_at_top:
+                ptx.cp_async_wait_group(wait)
+            ahead = tile + 2
+            if ahead < tiles:
+                ptx.cp_async16(smem, 128 * (ahead % 3) + 4 * t, x, 128 * ahead + 4 * t, 16)
+            ptx.cp_async_commit_group()
+            if not wait_at_top:
+                ptx.cp_async_wait_group(wait)
+            cuda.syncthreads()
+            base = 128 * (tile % 3)
+            for q in range(4):
+                y[128 * tile + 4 * t + q] = smem[base + 127 - 4 * t - q]
+
+    return kernel
+
+
+@cuda.jit
+def mma_by_simt(a, bt, d):  # the rounded product, each lane's four outputs by float32 loops: no MMA
+    lane = cuda.threadIdx.x
+    g, t = lane // 4, lane % 4
+    for r, c in ((g, 2 * t), (g, 2 * t + 1), (g + 8, 2 * t), (g + 8, 2 * t + 1)):
+        s = float32(0)
+        for k in range(8):
+            s += ptx.cvt_rna_tf32(a[r, k]) * ptx.cvt_rna_tf32(bt[c, k])
+        d[r, c] = s
+
+
 def _pipeline(wait: int, barrier: bool, barrier_first: bool = False):
     """Exercise 5's kernel with this wait_group count and barrier placement."""
 
@@ -191,14 +264,17 @@ def _pipeline(wait: int, barrier: bool, barrier_first: bool = False):
     return kernel
 
 
-def _mma(round_a: bool, round_b: bool, transposed_read: bool):
-    """Exercise 6's kernel: operands rounded or not; B read from bt as the layout says, or as if bt were B."""
+def _mma(round_a: bool, round_b: bool, transposed_read: bool, swap_a: bool = False):
+    """Exercise 6's kernel: operands rounded or not; B read from bt as the layout says, or as if bt were B;
+    a1 and a2 swapped or not."""
 
     @cuda.jit
     def kernel(a, bt, d):
         lane = cuda.threadIdx.x
         g, t = lane // 4, lane % 4
         a0, a1, a2, a3 = a[g, t], a[g + 8, t], a[g, t + 4], a[g + 8, t + 4]
+        if swap_a:
+            a1, a2 = a2, a1
         if transposed_read:
             b0, b1 = bt[g, t], bt[g, t + 4]
         else:
@@ -224,6 +300,32 @@ def _owner_from_the_picture(row, col):
     return int(lane[1:]), 0, 0, int(register[1:])
 
 
+def _owner_looked_up(row, col):
+    """The picture's labels for the layout, the tiling right: a lookup in the course's table."""
+    lane, register = tc.fragment_owners()["C"][row % 16, col % 8].split()
+    return int(lane[1:]), row // 16, col // 8, int(register[1:])
+
+
+def _owner_from_c_fragment(row, col):
+    """The simulator's layout searched, the tiling right."""
+    for lane in range(32):
+        for q, cell in enumerate(c_fragment(lane)):
+            if cell == (row % 16, col % 8):
+                return lane, row // 16, col // 8, q
+    return None
+
+
+def _per_slab_counted_like_cell_34(wm, wn):
+    """Section 6's counting of the generated source, generalised to any warp tile."""
+    tile = tc.TcTile(bm=wm, bn=math.lcm(32, wn), wm=wm, wn=wn, round_inputs=False)
+    source = [line.strip() for line in tc.tc_codegen.kernel_source(tile).splitlines()]
+    slabs = tile.bk // 16
+    a = [line for line in source if line.startswith("x") and "load4_shared" in line]
+    b = [line for line in source if line.startswith("y") and "smem[" in line]
+    mmas = [line for line in source if line.startswith("acc") and "mma_tf32" in line]
+    return len(mmas) // slabs, len(a) // slabs, len(b) // slabs
+
+
 def _inner(row, col):  # (lane, q) inside one 16x8 MMA tile, the layout right
     r, c = row % 16, col % 8
     return 4 * (r % 8) + c // 2, 2 * (r // 8) + c % 2
@@ -236,6 +338,8 @@ def _issue_time_of_the_lesson(base_us, n0, p0, n1, p1):
 
 WRONG_ANSWERS = [
     (ex.check_c_owner, _owner_from_the_picture),
+    (ex.check_c_owner, _owner_looked_up),
+    (ex.check_c_owner, _owner_from_c_fragment),
     (ex.check_c_owner, lambda row, col: (_inner(row, col)[0], row // 8, col // 8, _inner(row, col)[1])),
     (ex.check_c_owner, lambda row, col: (_inner(row, col)[0], col // 8, row // 16, _inner(row, col)[1])),
     (ex.check_c_owner, lambda row, col: (row % 8 + 8 * (col % 8 // 2), row // 16, col // 8,
@@ -251,8 +355,9 @@ WRONG_ANSWERS = [
     (ex.check_cp_async_tile, reads_before_the_wait),
     (ex.check_cp_async_tile, barrier_before_the_wait),
     (ex.check_cp_async_tile, no_barrier),
-    # the course's counter of the generated source, which the check used to expose
-    (ex.check_per_slab, lambda wm, wn: ex.generated_per_slab(wm, wn)),
+    (ex.check_cp_async_tile, reads_x_not_the_tile),
+    (ex.check_cp_async_tile, lane_0_copies_all),
+    (ex.check_per_slab, _per_slab_counted_like_cell_34),
     (ex.check_per_slab, lambda wm, wn: ((wm // 16) * (wn // 8), 2 * (wm // 16), 4 * (wn // 8))),  # one k-step
     (ex.check_per_slab, lambda wm, wn: (2 * (wm // 16) * (wn // 8), wm // 16, 4 * (wn // 8))),  # no g+8
     (ex.check_per_slab, lambda wm, wn: (2 * (wm // 16) * (wn // 8), 2 * (wm // 16), wn // 8)),  # B 16-byte
@@ -268,9 +373,14 @@ WRONG_ANSWERS = [
     (ex.check_pipeline, _pipeline(wait=1, barrier=False)),  # no barrier in the loop
     (ex.check_pipeline, _pipeline(wait=1, barrier=False, barrier_first=True)),  # the barrier before the wait
     (ex.check_pipeline, _pipeline(wait=0, barrier=True)),  # right, but nothing stays in flight
+    (ex.check_pipeline, _pipeline_after_issue(wait=1, wait_at_top=True)),  # write-after-read races
+    (ex.check_pipeline, _pipeline_after_issue(wait=1, wait_at_top=False)),
+    (ex.check_pipeline, _pipeline_after_issue(wait=2, wait_at_top=False)),
     (ex.check_mma_rounded, _mma(round_a=False, round_b=False, transposed_read=True)),  # cut
     (ex.check_mma_rounded, _mma(round_a=True, round_b=False, transposed_read=True)),  # B cut
     (ex.check_mma_rounded, _mma(round_a=True, round_b=True, transposed_read=False)),  # bt read as B
+    (ex.check_mma_rounded, _mma(round_a=True, round_b=True, transposed_read=True, swap_a=True)),  # a1, a2
+    (ex.check_mma_rounded, mma_by_simt),  # the rounded product without the tensor cores
     (ex.check_mma_rounded, tc.mma_demo_kernel),  # the lesson's kernel: four arguments, B not transposed
 ]
 

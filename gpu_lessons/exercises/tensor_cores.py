@@ -31,7 +31,7 @@ from numba import cuda, float32
 from .. import SIMULATED, gates, lessons, ptx
 from ..kernels import tc_codegen
 from ..lessons import tensor_cores as lesson
-from ..sim.ptx import c_fragment, cp_async_log, tf32_rna, tf32_truncate
+from ..sim.ptx import c_fragment, cp_async_log, mmas_completed, tf32_rna, tf32_truncate
 from ..sim.trace import trace
 from . import guarded, report
 
@@ -53,7 +53,9 @@ def _accumulator_owner(row: int, col: int) -> tuple[int, int, int, int]:
 
 def check_c_owner(c_owner) -> object:
     """``c_owner(row, col)`` returns (lane, i, j, q): the lane and the accumulator ``acc{i}_{j}_{q}`` of the
-    generated kernels that hold element [row][col] of a warp's 64x64 tile of C."""
+    generated kernels that hold element [row][col] of a warp's 64x64 tile of C. The check passes all
+    4,096 rows and columns at once, as NumPy arrays: the answer is the rule, in arithmetic, not a lookup
+    in a table of the layout."""
     name = "exercise 1 (who holds a warp tile's C[row][col])"
     hint = ("Hint: the warp tile is a grid of 16x8 MMA tiles, (i, j) covering rows 16i.. and columns "
             "8j..; inside one, lane (g, t) holds rows g and g+8 at columns 2t and 2t+1 in c0..c3")
@@ -61,23 +63,34 @@ def check_c_owner(c_owner) -> object:
     def attempt():
         cells = [(row, col) for row in range(WARP_TILE_M) for col in range(WARP_TILE_N)]
         order = np.random.default_rng().permutation(len(cells))
-        for index in order:
-            row, col = cells[index]
-            got = c_owner(row, col)
+        rows = np.array([cells[k][0] for k in order], np.int64)
+        cols = np.array([cells[k][1] for k in order], np.int64)
+        try:
+            got = c_owner(rows, cols)
+        except NotImplementedError:
+            raise
+        except Exception as error:  # noqa: BLE001 - scalar-only code meets arrays: say how to fix it
+            return report(name, False, f"the check calls c_owner(rows, cols) with NumPy arrays of all "
+                                       f"{len(cells):,} elements, and your code raised "
+                                       f"{type(error).__name__}: {error}. Write the rule with arithmetic "
+                                       "(//, %, *, +), which works on arrays as on numbers, not a lookup")
+        try:
+            answer = [np.broadcast_to(np.asarray(v).astype(np.int64), rows.shape) for v in got]
+        except (TypeError, ValueError):
+            return report(name, False, f"return (lane, i, j, q), each a number or an array like row's, "
+                                       f"got {type(got).__name__}")
+        if len(answer) != 4:
+            return report(name, False, f"return four numbers (lane, i, j, q), got {len(answer)}")
+        for k in range(len(cells)):
+            row, col = int(rows[k]), int(cols[k])
+            mine = tuple(int(v[k]) for v in answer)
             expected = _accumulator_owner(row, col)
-            try:
-                answer = tuple(int(v) for v in got)
-            except TypeError:
-                return report(name, False, f"[{row}][{col}]: return (lane, i, j, q), got {got!r}")
-            if answer == expected:
+            if mine == expected:
                 continue
-            if len(answer) != 4:
-                return report(name, False,
-                              f"[{row}][{col}]: return four numbers (lane, i, j, q), got {got!r}")
-            right = [label for label, a, e in zip(("the lane", "i", "j", "q"), answer, expected, strict=True)
+            right = [label for label, a, e in zip(("the lane", "i", "j", "q"), mine, expected, strict=True)
                      if a == e]
             said = ", ".join(right) + " right" if right else "none of the four right"
-            return report(name, False, f"element [{row}][{col}]: you say {answer}: {said}. {hint}")
+            return report(name, False, f"element [{row}][{col}]: you say {mine}: {said}. {hint}")
         return report(name, True, f"all {len(cells):,} elements: each lane holds 128 of the warp's tile "
                                   "in 32 MMA tiles x 4 registers")
 
@@ -103,22 +116,19 @@ def _run_tile_kernel(kernel, x: np.ndarray, *extra) -> np.ndarray:
 
 
 def _outputs_and_log(kernel, x: np.ndarray, *extra):
-    """Run the one-warp kernel: [(where, y)] and the cp.async log. On the simulator one run; on a GPU the
-    compiled kernel and the same kernel through the tracer (the simulator's cp.async: a copy lands at
-    the wait), whose output must be right too."""
+    """Run the one-warp kernel through the tracer (the simulator's cp.async: a copy lands at the wait),
+    and on a GPU compiled too: [(where, y)], the cp.async log (with the barriers and shared reads that
+    order the copies) and the traced memory counts."""
+    traced = np.full(x.size, np.nan, np.float32)
     with cp_async_log() as log:
-        if SIMULATED:
-            outputs = [("", _run_tile_kernel(kernel, x, *extra))]
-        else:
-            traced = np.full(x.size, np.nan, np.float32)
-            trace(kernel, 1, 32, x, traced, *extra)
-            outputs = [("traced on the simulator (copies land at the wait): ", traced)]
+        counts = trace(kernel, 1, 32, x, traced, *extra)
+    outputs = [("" if SIMULATED else "traced on the simulator (copies land at the wait): ", traced)]
     cannot = "" if SIMULATED else gates.missing(gates.Needs(cc=(8, 0), why="cp.async"))
     if cannot:  # a GPU before sm_80 cannot run it: the simulator's run is the check
         print(f"the kernel {cannot}: checked on the simulator only")
     elif not SIMULATED:
         outputs.insert(0, ("on the GPU: ", _run_tile_kernel(kernel, x, *extra)))
-    return outputs, log
+    return outputs, log, counts
 
 
 def _seen(value: float) -> str:
@@ -129,26 +139,44 @@ def _seen(value: float) -> str:
     return "a value from the wrong place or an earlier tile"
 
 
+def _race(log) -> str:
+    """'' or what a read of the tile races with: a cp.async to the same bytes, no barrier between."""
+    found = log.race()
+    if found is None:
+        return ""
+    reader, copier, what = found
+    return f"lane {reader} reads bytes that lane {copier}'s cp.async writes, {what}"
+
+
+def _plain_global_loads(counts) -> int:
+    """Global loads other than cp.async's 16-byte copies (the tracer counts each copy as one)."""
+    table = counts.by_instruction
+    plain = table[(table["space"] == "global") & (table["op"] == "ld") & (table["bytes"] != 16)]
+    return int(plain["threads"].sum())
+
+
+COPY_HINT = ("Hint (section 5): a cp.async copy is in flight until a wait covers its committed group, and "
+             "the bytes one lane's copy landed are visible to the other lanes only across a barrier that "
+             "comes after that wait")
+
+
 def check_cp_async_tile(kernel) -> object:
     """``kernel(x, y)``, one block of 32 threads: y[i] = x[127 - i], x staged in shared memory by cp.async."""
     name = "exercise 2 (a tile through shared memory with cp.async)"
 
     def attempt():
         x = np.random.default_rng().standard_normal(TILE_FLOATS, dtype=np.float32)
-        outputs, log = _outputs_and_log(kernel, x)
+        outputs, log, counts = _outputs_and_log(kernel, x)
         expected = x[::-1]
+        race = _race(log)
+        if race:
+            return report(name, False, f"{race}: on a GPU it may see the old bytes or the new. {COPY_HINT}")
         for where, y in outputs:
             wrong = np.flatnonzero(~(y == expected))
             if len(wrong):
                 i = int(wrong[0])
-                return report(
-                    name,
-                    False,
-                    f"{where}{len(wrong)} of {TILE_FLOATS} outputs wrong; y[{i}] is {_seen(y[i])}. Hint: "
-                    "each lane copies 16 bytes (4 floats, src_bytes 16); the copy lands only after commit "
-                    "and wait_group(0), and a barrier after the wait makes every lane's copy visible to "
-                    "the others",
-                )
+                return report(name, False, f"{where}{len(wrong)} of {TILE_FLOATS} outputs wrong; y[{i}] is "
+                                           f"{_seen(y[i])}. {COPY_HINT}")
         missing = set(range(4 * TILE_FLOATS)) - log.landed_bytes()
         if missing:
             how = "no cp.async was issued" if not log.issued else f"{len(log.issued)} cp.async issued"
@@ -157,9 +185,20 @@ def check_cp_async_tile(kernel) -> object:
                 False,
                 f"the outputs are right, but {len(missing)} of the tile's {4 * TILE_FLOATS} bytes did not "
                 f"arrive by a cp.async that landed ({how}): they were stored by plain writes. Hint: the "
-                "exercise is the asynchronous copy: ptx.cp_async16(tile, 4 * t, x, 4 * t, 16), then commit "
-                "and wait, with no store of your own into the tile",
+                "exercise is the asynchronous copy: let cp.async bring every byte, with no store of your "
+                "own into the tile",
             )
+        own = sorted((lane, offset) for lane, offset, _, _ in log.issued)
+        if own != [(lane, 16 * lane) for lane in range(32)]:
+            lanes = sorted({lane for lane, _ in own})
+            return report(name, False, f"the outputs are right, but {len(own)} cp.async came from "
+                                       f"{len(lanes)} lane(s), not one from each lane into its own 16 bytes "
+                                       "of the tile: each lane copies its own part, x[4t .. 4t+3]")
+        plain = _plain_global_loads(counts)
+        if plain:
+            return report(name, False, f"the outputs are right, but the kernel also reads x with {plain} "
+                                       "plain loads: each output must come from the tile in shared memory, "
+                                       "copied there by another lane")
         landed = f"{len(log.issued)} cp.async copies landed the tile's {4 * TILE_FLOATS} bytes"
         return report(name, True, f"{landed}, each lane's read by another lane")
 
@@ -199,24 +238,37 @@ def _counted_per_slab(wm: int, wn: int) -> tuple[int, int, int]:
 
 
 def check_per_slab(per_slab) -> object:
-    """``per_slab(wm, wn)`` returns (MMAs, 16-byte A loads, 4-byte B loads) of one warp per 16-deep slab."""
+    """``per_slab(wm, wn)`` returns (MMAs, 16-byte A loads, 4-byte B loads) of one warp per 16-deep slab.
+    The check passes its five tiles at once, as NumPy arrays of wm and wn: the answer is the count in
+    arithmetic, held to the generated source of each tile."""
     name = "exercise 3 (a warp tile's work per slab)"
     hint = ("Hint: a slab is 16 deep, two k-steps of 8; an MMA tile is 16x8; a lane's one 16-byte load of "
             "A covers 4 k of one row (rows g and g+8), a 4-byte load of B one k of one column")
 
     def attempt():
-        for wm, wn in SLAB_TILES:
-            got = per_slab(wm, wn)
+        wms = np.array([wm for wm, _ in SLAB_TILES], np.int64)
+        wns = np.array([wn for _, wn in SLAB_TILES], np.int64)
+        try:
+            got = per_slab(wms, wns)
+        except NotImplementedError:
+            raise
+        except Exception as error:  # noqa: BLE001 - scalar-only code meets arrays: say how to fix it
+            return report(name, False, f"the check calls per_slab(wm, wn) with NumPy arrays of {len(wms)} "
+                                       f"tiles, and your code raised {type(error).__name__}: {error}. Count "
+                                       "with arithmetic (//, *, +), which works on arrays as on numbers")
+        try:
+            answer = [np.broadcast_to(np.asarray(v).astype(np.int64), wms.shape) for v in got]
+        except (TypeError, ValueError):
+            return report(name, False, f"return (MMAs, A loads, B loads), got {type(got).__name__}")
+        if len(answer) != 3:
+            return report(name, False, f"return three counts (MMAs, A loads, B loads), got {len(answer)}")
+        for k, (wm, wn) in enumerate(SLAB_TILES):
+            mine = tuple(int(v[k]) for v in answer)
             expected = _counted_per_slab(wm, wn)
-            try:
-                answer = tuple(int(v) for v in got)
-            except TypeError:
-                return report(name, False,
-                              f"warp tile {wm}x{wn}: return (MMAs, A loads, B loads), got {got!r}")
-            if answer != expected:
+            if mine != expected:
                 wrong = [label for label, a, e in zip(("MMAs", "16-byte loads of A", "4-byte loads of B"),
-                                                      answer + (None,) * 3, expected, strict=False) if a != e]
-                return report(name, False, f"warp tile {wm}x{wn}: you say {got}; the generated kernel's "
+                                                      mine, expected, strict=True) if a != e]
+                return report(name, False, f"warp tile {wm}x{wn}: you say {mine}; the generated kernel's "
                                            f"{' and '.join(wrong)} differ. {hint}")
         mmas, a, b = _counted_per_slab(64, 64)
         narrow = _counted_per_slab(64, 32)
@@ -298,16 +350,20 @@ def check_pipeline(kernel) -> object:
     """``kernel(x, y, tiles)``, one block of 32 threads: y = x reversed tile by tile (128 floats a tile),
     the tiles streamed through a 3-stage cp.async pipeline."""
     name = "exercise 5 (a 3-stage cp.async pipeline: the wait and the barrier)"
-    hint = ("Hint: at the top of iteration `tile`, groups for tile and tile + 1 are committed; wait until "
-            "only the newest may still be in flight, then one barrier: every lane's copies are visible, "
-            "and every lane is done reading the stage the next copy overwrites")
+    hint = ("Hint: before a lane reads tile `tile`, every lane's copies of it must have landed and be "
+            "visible to it; before a lane's next copy overwrites a stage, every lane must be done reading "
+            "it; and a pipeline waits only for what it reads now")
 
     def attempt():
         rng = np.random.default_rng()
         for tiles in PIPELINE_TILES:
             x = rng.standard_normal(TILE_FLOATS * tiles, dtype=np.float32)
-            outputs, log = _outputs_and_log(kernel, x, np.int64(tiles))
+            outputs, log, _ = _outputs_and_log(kernel, x, np.int64(tiles))
             expected = x.reshape(tiles, TILE_FLOATS)[:, ::-1].ravel()
+            race = _race(log)
+            if race:
+                return report(name, False, f"{tiles} tile(s): {race}: on a GPU it may see the old bytes or "
+                                           f"the new. {hint}")
             for where, y in outputs:
                 wrong = np.flatnonzero(~(y == expected))
                 if len(wrong):
@@ -325,7 +381,8 @@ def check_pipeline(kernel) -> object:
                                            "flight after any wait: the pipeline never overlaps a copy with "
                                            f"work. {hint}")
         return report(name, True, f"{len(PIPELINE_TILES)} runs ({', '.join(map(str, PIPELINE_TILES))} tiles) "
-                                  "right, one tile in flight while each is read")
+                                  "right, one tile in flight while each is read, every read ordered by a "
+                                  "barrier with the copies to its bytes")
 
     return guarded(name, attempt)
 
@@ -367,6 +424,7 @@ def check_mma_rounded(kernel) -> object:
         bt = rng.standard_normal((8, 8), dtype=np.float32)
         d = np.full((16, 8), np.nan, np.float32)
         cannot = "" if SIMULATED else gates.missing(gates.Needs(cc=(8, 0), why="mma.sync .tf32"))
+        mmas = mmas_completed()
         if cannot:  # a GPU before sm_80 cannot run it: the simulator runs it
             print(f"{name}: the kernel {cannot}: checked on the simulator only")
             trace(kernel, 1, 32, a, bt, d)
@@ -374,6 +432,9 @@ def check_mma_rounded(kernel) -> object:
             d_d = cuda.to_device(d)
             kernel[1, 32](cuda.to_device(a), cuda.to_device(bt), d_d)
             d = d_d.copy_to_host()
+            if not SIMULATED:  # the MMAs are counted on the simulator
+                trace(kernel, 1, 32, a, bt, np.full((16, 8), np.nan, np.float32))
+        mmas = mmas_completed() - mmas
         if np.isnan(d).any():
             return report(name, False, f"{int(np.isnan(d).sum())} of D's 128 elements never written (NaN). "
                                        "Hint: each lane stores its four d's at rows g, g+8, columns 2t, 2t+1")
@@ -384,6 +445,9 @@ def check_mma_rounded(kernel) -> object:
             exact = convert(a).astype(np.float64) @ convert(bt).T.astype(np.float64)
             return float(np.max(np.abs(d - exact) / scale))
 
+        if mmas != 1:
+            return report(name, False, f"the warp ran {mmas} mma_tf32, not one: the exercise is one "
+                                       "tensor-core MMA of the whole warp, each lane bringing its fragments")
         if off(tf32_rna) <= unit:
             return report(name, True, "D is A B with A and B rounded to nearest TF32, not cut")
         if off(tf32_truncate) <= unit:
@@ -393,8 +457,9 @@ def check_mma_rounded(kernel) -> object:
         if off(lambda v: v) <= 2.0**-10:
             return report(name, False, "D is near A B but neither rounded nor cut as a whole: is every one "
                                        "of the six operands converted the same way?")
-        return report(name, False, "D is not A B: check which element of bt each lane's b0 and b1 read "
-                                   "(bt[n][k] = B[k][n])")
+        return report(name, False, "D is not A B: check each lane's fragments against section 1's layout: "
+                                   "which elements of A its a0..a3 hold, and which element of bt its b0 and "
+                                   "b1 read (bt[n][k] = B[k][n])")
 
     return guarded(name, attempt)
 

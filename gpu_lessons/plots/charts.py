@@ -265,6 +265,7 @@ def roofline(
     title: str = "Roofline",
     roofs: dict[str, float] | None = None,
     label_ridges: bool = True,
+    xlabel: str = "Arithmetic intensity (FLOP/byte)",
 ) -> Figure:
     """Log-log roofline from measured ceilings; datasheet figures dashed; points labelled.
 
@@ -319,7 +320,7 @@ def roofline(
         axis.set_major_locator(LogLocator(base=10))
         axis.set_major_formatter(FuncFormatter(plain_number))
         axis.set_minor_formatter(NullFormatter())
-    finish(fig, ax, title, "Arithmetic intensity (FLOP/byte)", "Performance (GFLOP/s)", provenance,
+    finish(fig, ax, title, xlabel, "Performance (GFLOP/s)", provenance,
            legend_loc="lower right")
     described = f" with {len(points)} measured kernels as points" if has_points else ""
     more = "".join(f"; a second flat roof, {label}, at {value:,.0f} GFLOP/s meets it at "

@@ -295,9 +295,9 @@ def error_against_k(model: pd.DataFrame, measured: pd.DataFrame, provenance: str
 
 
 def mma_ceiling(ceiling: pd.DataFrame, fp32_peak_tflops: float, cublas_tf32_tflops: float,
-                best_gemm_tflops: float, provenance: str | None = None) -> Figure:
-    """Bars: the mma.sync ceiling at each (warps per SM, chains); lines: cuBLAS TF32, our best TF32 GEMM
-    and the FP32 FMA ceiling, for scale."""
+                best_gemm_tflops: float, provenance: str | None = None, shape: str = "4096³") -> Figure:
+    """Bars: the mma.sync ceiling at each (warps per SM, chains); lines: cuBLAS TF32 and our best TF32
+    GEMM at ``shape`` and the FP32 FMA ceiling, for scale."""
     fig, ax = new_axes(None)
     fig.set_size_inches(8.2, 4.8)
     rows = ceiling.sort_values(["chains", "warps_per_sm"], key=lambda s: s if s.name == "warps_per_sm" else
@@ -309,8 +309,8 @@ def mma_ceiling(ceiling: pd.DataFrame, fp32_peak_tflops: float, cublas_tf32_tflo
     for xi, value in zip(x, rows["tflops"], strict=True):
         ax.annotate(f"{value:.0f}", (xi, value), xytext=(0, 3), textcoords="offset points", ha="center",
                     va="bottom", fontsize=STYLE["note_size"])
-    for value, label, style, color in ((cublas_tf32_tflops, "cuBLAS TF32 (best size)", "--", PALETTE[2]),
-                                       (best_gemm_tflops, "our best TF32 GEMM", "-.", PALETTE[1]),
+    for value, label, style, color in ((cublas_tf32_tflops, f"cuBLAS TF32 ({shape})", "--", PALETTE[2]),
+                                       (best_gemm_tflops, f"our best TF32 GEMM ({shape})", "-.", PALETTE[1]),
                                        (fp32_peak_tflops, "FP32 FMA ceiling (lesson 1)", ":", "black")):
         ax.axhline(value, color=color, linestyle=style, linewidth=1.3, label=f"{label}: {value:.0f} TFLOP/s")
     ax.set_xticks(x, labels, fontsize=STYLE["tick_size"] - 1)
@@ -321,9 +321,8 @@ def mma_ceiling(ceiling: pd.DataFrame, fp32_peak_tflops: float, cublas_tf32_tflo
     ax.grid(False, axis="x")
     return with_alt(fig, f"Bars of the mma.sync TF32 ceiling from {rows['tflops'].min():.0f} to "
                     f"{rows['tflops'].max():.0f} TFLOP/s across launch shapes, under a cuBLAS TF32 line at "
-                    f"{cublas_tf32_tflops:.0f} and above our best TF32 GEMM ({best_gemm_tflops:.0f}) and the "
-                    "FP32 "
-                    f"ceiling ({fp32_peak_tflops:.0f}).")
+                    f"{cublas_tf32_tflops:.0f} and above our best TF32 GEMM ({best_gemm_tflops:.0f}), both "
+                    f"at {shape}, and the FP32 ceiling ({fp32_peak_tflops:.0f}).")
 
 
 LIBRARY_NAMES = {"cublas sgemm": "cuBLAS SGEMM (FP32)", "cublas tf32": "cuBLAS TF32"}

@@ -1,6 +1,7 @@
 """The simulator's side of ``gpu_lessons.ptx``: asynchronous copies and TF32 tensor-core MMA.
 
-Installed at run time, like the warp primitives (``warp``): nothing of numba-cuda is patched here.
+Installed at run time, like the warp primitives (``warp``): nothing of numba-cuda is patched here,
+except while a ``cp_async_log()`` is open (below).
 The kernel calls the functions below (``gpu_lessons.ptx`` hands them out in simulator mode, and as
 the tracer's Python twins of the compiled intrinsics in GPU mode).
 
@@ -20,6 +21,10 @@ The traffic tracer counts each copy where it is issued, as one global read of ``
 when 0) and one shared write of the whole copy (Nsight Compute files these under its ``ldgsts``
 metrics rather than plain loads and stores). ``cp_async_log()`` records, for the launches run inside
 it, every copy issued and every copy landed (so a check can tell a cp.async tile from plain stores).
+While one is open, the simulator's ``syncthreads`` and the tracer's shared arrays also note each
+barrier a thread passes and each shared element it reads, so that ``CpAsyncLog.race()`` can tell,
+whatever order the simulator's threads happened to run in, whether a read and a copy to the same
+bytes by another thread are ordered by a barrier (reads are seen only under ``sim.trace``).
 
 mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32
 --------------------------------------------------
@@ -50,6 +55,7 @@ The arithmetic is ``HOPPER_TF32`` (``MmaModel``), fitted to outputs recorded on 
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 from collections import deque
@@ -65,7 +71,7 @@ __all__ = [
     "HOPPER_TF32", "MmaModel", "a_fragment", "b_fragment", "c_fragment", "cp_async4", "cp_async8",
     "CpAsyncLog", "cp_async16", "cp_async_commit_group", "cp_async_log", "cp_async_wait_all",
     "cp_async_wait_group", "cvt_rna_tf32",
-    "mma_m16n8k8", "mma_tf32", "tf32_rna", "tf32_truncate",
+    "mma_m16n8k8", "mma_tf32", "mmas_completed", "tf32_rna", "tf32_truncate",
 ]
 
 MMA_KIND = "mma_sync"
@@ -190,7 +196,16 @@ ROWS_AT_ONCE = 4  # NumPy lets go of the GIL on arrays of 500+ elements; inside 
 # that hands the CPU to the block's other threads for a whole switch interval (5 ms) each time
 
 
+_MMAS = [0]  # warp-level MMAs completed by simulated kernels
+
+
+def mmas_completed() -> int:
+    """How many warp-level ``mma_tf32`` the simulator has completed so far (a check's before/after)."""
+    return _MMAS[0]
+
+
 def _complete_mma(arrivals) -> None:
+    _MMAS[0] += 1
     a = np.empty((16, 8), np.float32)
     b = np.empty((8, 8), np.float32)
     c = np.empty((16, 8), np.float32)
@@ -238,30 +253,111 @@ class CpAsyncLog:
     """The simulated cp.async copies of the launches run inside ``cp_async_log()``: ``issued`` holds
     (thread id, dst byte offset, copy size, src_bytes) per copy as issued; ``landed`` holds (dst array
     address, dst byte offset, copy size) per copy as a wait landed it in shared memory; ``waits`` holds
-    (thread id, groups still in flight after it) per wait."""
+    (thread id, groups still in flight after it) per wait. ``events`` holds, in each thread's order,
+    (kind, thread id, barriers it had passed, its event number, byte address, size, copy id) for kind
+    "issue", "land" (at the issuing thread's wait) and "read" (a shared element, under the tracer)."""
 
     issued: list = field(default_factory=list)
     landed: list = field(default_factory=list)
     waits: list = field(default_factory=list)
+    events: list = field(default_factory=list)
+    barriers: dict = field(default_factory=dict)  # thread id -> barriers passed
+    counts: dict = field(default_factory=dict)  # thread id -> events noted
 
     def landed_bytes(self) -> set[int]:
         """The byte offsets (in their shared arrays) that landed copies wrote."""
         return {offset + i for _, offset, size in self.landed for i in range(size)}
 
+    def note(self, kind: str, thread: int, address: int, size: int, copy: int = -1) -> None:
+        number = self.counts.get(thread, 0)
+        self.counts[thread] = number + 1
+        self.events.append((kind, thread, self.barriers.get(thread, 0), number, address, size, copy))
+
+    def race(self) -> tuple[int, int, str] | None:
+        """(reading thread, copying thread, what) of the first read of bytes that a cp.async copy
+        writes with no barrier between them, or None. A read by another thread is ordered with a
+        copy only if a barrier separates it from the copy's issue (read before) or from the wait
+        that landed it (read after); the copying thread's own read, if it comes between the two."""
+        copies: dict[int, list] = {}
+        by_word: dict[int, list[int]] = {}
+        for kind, thread, barriers, number, address, size, copy in self.events:
+            if kind == "issue":
+                copies[copy] = [thread, barriers, number, float("inf"), float("inf")]
+                for word in range(address, address + size, 4):
+                    by_word.setdefault(word, []).append(copy)
+            elif kind == "land":
+                copies[copy][3:] = [barriers, number]
+        for kind, thread, barriers, number, address, _size, _ in self.events:
+            if kind != "read":
+                continue
+            for copy in by_word.get(address - address % 4, ()):
+                owner, issued_at, issue_number, landed_at, land_number = copies[copy]
+                if owner == thread:
+                    if issue_number < number < land_number:
+                        return thread, owner, "reads its own copy before its wait landed it"
+                elif issued_at <= barriers <= landed_at:
+                    landed = "" if landed_at != float("inf") else " (no wait landed that copy)"
+                    return thread, owner, f"no barrier between the read and the copy{landed}"
+        return None
+
 
 _LOGS: list[CpAsyncLog] = []  # the open cp_async_log() blocks (nested blocks each see every copy)
+_COPY_IDS = itertools.count()
+_HOOKED: dict = {}  # what the open logs patched: name -> the original
+
+
+def _current_id() -> int:
+    return scheduler.current_thread().thread_id
+
+
+def _hook() -> None:
+    """Note barriers (the simulator's syncthreads) and shared reads (the tracer's arrays) in the logs."""
+    from numba.cuda.simulator.kernel import BlockThread
+
+    sync, getitem = BlockThread.syncthreads, recorder.TracedSharedArray.__getitem__
+    _HOOKED.update(sync=sync, getitem=getitem)
+
+    def syncthreads(self):
+        sync(self)
+        for log in _LOGS:
+            log.barriers[self.thread_id] = log.barriers.get(self.thread_id, 0) + 1
+
+    def read(self, idx):
+        value = getitem(self, idx)
+        if isinstance(idx, (int, np.integer)) and self._ary.ndim == 1 and _LOGS:
+            size = self._ary.itemsize
+            address = self._ary.__array_interface__["data"][0] + (int(idx) % len(self._ary)) * size
+            thread = _current_id()
+            for log in _LOGS:
+                log.note("read", thread, address, size)
+        return value
+
+    BlockThread.syncthreads = syncthreads
+    recorder.TracedSharedArray.__getitem__ = read
+
+
+def _unhook() -> None:
+    from numba.cuda.simulator.kernel import BlockThread
+
+    BlockThread.syncthreads = _HOOKED.pop("sync")
+    recorder.TracedSharedArray.__getitem__ = _HOOKED.pop("getitem")
 
 
 @contextmanager
 def cp_async_log() -> Iterator[CpAsyncLog]:
     """Record every cp.async copy issued and landed by simulated kernels while the block runs (on a
-    GPU: by kernels run through ``gpu_lessons.sim.trace``, whose Python twins are these functions)."""
+    GPU: by kernels run through ``gpu_lessons.sim.trace``, whose Python twins are these functions),
+    and the barriers and shared reads that order them (see the module doc)."""
     log = CpAsyncLog()
+    if not _LOGS:
+        _hook()
     _LOGS.append(log)
     try:
         yield log
     finally:
         _LOGS.remove(log)
+        if not _LOGS:
+            _unhook()
 
 
 def _raw(array) -> np.ndarray:
@@ -308,9 +404,11 @@ def _copy(size: int, dst, dst_index, src, src_index, src_bytes) -> None:
             trace.note_vector_access(src, int(src_index), -(-src_bytes // 4), False)
         trace.note_vector_access(dst, int(dst_index), size // 4, True)
     state = _thread_state(name)
+    thread, copy = _current_id(), next(_COPY_IDS)
     for log in _LOGS:
-        log.issued.append((scheduler.current_thread().thread_id, dst_offset, size, src_bytes))
-    state[0].append((dst_raw, dst_offset, data))
+        log.issued.append((thread, dst_offset, size, src_bytes))
+        log.note("issue", thread, dst_raw.__array_interface__["data"][0] + dst_offset, size, copy)
+    state[0].append((dst_raw, dst_offset, data, copy))
 
 
 def cp_async4(dst, dst_index, src, src_index, src_bytes):
@@ -341,13 +439,16 @@ def cp_async_wait_group(n):
     n = int(n)
     if n < 0:
         raise ValueError(f"cp_async_wait_group: n must be >= 0, got {n}")
+    thread = _current_id() if _LOGS else -1
     while len(groups) > n:
-        for dst_raw, offset, data in groups.popleft():
+        for dst_raw, offset, data, copy in groups.popleft():
             dst_raw.view(np.uint8)[offset:offset + data.size] = data
+            address = dst_raw.__array_interface__["data"][0]
             for log in _LOGS:
-                log.landed.append((dst_raw.__array_interface__["data"][0], offset, data.size))
+                log.landed.append((address, offset, data.size))
+                log.note("land", thread, address + offset, data.size, copy)
     for log in _LOGS:
-        log.waits.append((scheduler.current_thread().thread_id, len(groups)))
+        log.waits.append((thread, len(groups)))
 
 
 def cp_async_wait_all():
