@@ -112,6 +112,42 @@ def calls_block_helper(x, out):
         cuda.atomic.add(out, 0, value)
 
 
+block_level = k.block_reduce_sum  # the course's block level under another name
+
+
+@cuda.jit
+def aliased_block_helper(x, out):
+    warp_sums = cuda.shared.array(32, float32)
+    tid = cuda.threadIdx.x
+    cuda.syncthreads()  # a barrier, so that the name is there
+    i = cuda.blockIdx.x * cuda.blockDim.x * 2 + tid
+    stride = cuda.blockDim.x * 2 * cuda.gridDim.x
+    value = float32(0)
+    while i < x.size:
+        value += x[i]
+        if i + cuda.blockDim.x < x.size:
+            value += x[i + cuda.blockDim.x]
+        i += stride
+    value = block_level(value, warp_sums)  # the lesson's block level, not written
+    if tid == 0:
+        cuda.atomic.add(out, 0, value)
+
+
+@cuda.jit(device=True)
+def my_block_sum(value, warp_sums):
+    return k.block_reduce_sum(value, warp_sums)  # a wrapper around the lesson's block level
+
+
+@cuda.jit
+def wrapped_block_helper(x, out):
+    warp_sums = cuda.shared.array(32, float32)
+    i = cuda.grid(1)
+    value = x[i] if i < x.size else float32(0)
+    value = my_block_sum(value, warp_sums)
+    if cuda.threadIdx.x == 0:
+        cuda.atomic.add(out, 0, value)
+
+
 @cuda.jit
 def atomic_per_warp(x, out):
     tid = cuda.threadIdx.x
@@ -437,6 +473,8 @@ WRONG_ANSWERS = [
     (ex.check_reduce_sum, no_grid_stride),
     (ex.check_reduce_sum, every_lane_adds),
     (ex.check_reduce_sum, calls_block_helper),
+    (ex.check_reduce_sum, aliased_block_helper),
+    (ex.check_reduce_sum, wrapped_block_helper),
     (ex.check_reduce_sum, atomic_per_warp),
     (ex.check_reduce_sum, no_barrier),
     (ex.check_reduce_sum, stride_without_2),
@@ -483,7 +521,8 @@ def test_a_wrong_half_sum_gets_a_true_hint():
 
 
 def test_a_wrong_reduce_sum_gets_a_true_hint():
-    assert "block_reduce_sum" in ex.check_reduce_sum(calls_block_helper).message
+    for answer in (calls_block_helper, aliased_block_helper, wrapped_block_helper):
+        assert "block_reduce_sum" in ex.check_reduce_sum(answer).message
     assert "one per warp" in ex.check_reduce_sum(atomic_per_warp).message
     assert "only one lane" in ex.check_reduce_sum(every_lane_adds).message
     assert "barrier" in ex.check_reduce_sum(no_barrier).message
