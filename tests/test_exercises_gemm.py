@@ -408,6 +408,36 @@ def floor_blocks(m, n, k, bm, bn):
     return (m // bm) * (n // bn) * (bm + bn) * k * 4 / 32
 
 
+def tile_sides_swapped(m, n, k, bm, bn):
+    """bm paired with N and bn with M: right wherever the tile is square or the matrix is."""
+    return -(-m // bn) * -(-n // bm) * (bm + bn) * k * 4 / 32
+
+
+@cuda.jit
+def hard_coded_pieces(out):
+    """Step 8's c0, c1, but the values written from the column numbers: the shared row never read."""
+    row = cuda.shared.array(256, numba.float32)
+    lane = cuda.threadIdx.x
+    for i in range(lane, 256, 32):
+        row[i] = i
+    cuda.syncthreads()
+    c0, c1 = 8 * lane, 8 * lane + 4
+    out[lane, 0], out[lane, 1], out[lane, 2], out[lane, 3] = c0, c0 + 1, c0 + 2, c0 + 3
+    out[lane, 4], out[lane, 5], out[lane, 6], out[lane, 7] = c1, c1 + 1, c1 + 2, c1 + 3
+
+
+@cuda.jit
+def scalar_pieces(out):
+    """Every column once and no conflict, but one float at a time: 8 loads, not two 16-byte ones."""
+    row = cuda.shared.array(256, numba.float32)
+    lane = cuda.threadIdx.x
+    for i in range(lane, 256, 32):
+        row[i] = i
+    cuda.syncthreads()
+    for j in range(8):
+        out[lane, j] = row[32 * j + lane]
+
+
 def fractional_blocks(m, n, k, bm, bn):
     """M/BM x N/BN blocks as fractions: the partial edge blocks counted in part."""
     return m * n * k * (bm + bn) / (bm * bn) * 4 / 32
@@ -515,6 +545,9 @@ def test_hints_name_the_pattern(capsys):
     assert "the last k-step" in ex.check_micro_tile_kernel(micro_loop_one_short).message
     assert "2 x 2 outputs" in ex.check_micro_tile_kernel(micro_acc01_acc10_swapped).message
     assert "partial" in ex.check_global_sectors(floor_blocks).message
+    assert "its own dimension" in ex.check_global_sectors(tile_sides_swapped).message
+    for kernel in (hard_coded_pieces, scalar_pieces):
+        assert "16-byte load" in ex.check_conflict_free_pieces(kernel).message
 
 
 def test_hints_name_the_slip(capsys):
@@ -579,6 +612,9 @@ WRONG_ANSWERS = [
     (ex.check_global_sectors, product_not_sum),
     (ex.check_global_sectors, floor_blocks),
     (ex.check_global_sectors, fractional_blocks),
+    (ex.check_global_sectors, tile_sides_swapped),
+    (ex.check_conflict_free_pieces, hard_coded_pieces),
+    (ex.check_conflict_free_pieces, scalar_pieces),
     (ex.check_conflict_free_pieces, contiguous_pieces),
     (ex.check_conflict_free_pieces, overlapping_pieces),
     (ex.check_conflict_free_pieces, half_row_pieces),

@@ -377,9 +377,10 @@ def recorded_sectors(result=None) -> dict:
     return out
 
 
-# A shape the tiles do not divide (the lesson's awkward shape, step 11's tile): no profile there, so the
-# model's own count is the reference: 32 x 33 blocks, the partial ones at the edges included.
-UNEVEN_CASE = ((4095, 4097, 1023), (128, 128))
+# A shape the tiles do not divide (the lesson's awkward shape; step 11's tile, then a tile taller than
+# wide, where bm and bn swapped give another count): no profile there, so the model's own count is the
+# reference, the partial blocks at the edges included.
+UNEVEN_CASES = (((4095, 4097, 1023), (128, 128)), ((4095, 4097, 1023), (128, 64)))
 
 
 def check_global_sectors(predict) -> object:
@@ -400,9 +401,14 @@ def check_global_sectors(predict) -> object:
                               f"within {SECTOR_TOLERANCE:.1%} of Nsight Compute's count; "
                               f"{_sector_hint(got, m, n, k, bm, bn)}")
             lines.append(f"{case} {measured / 1e6:.1f} M")
-        (m, n, k), (bm, bn) = UNEVEN_CASE
-        got, expected = predict(m, n, k, bm, bn), solution_global_sectors(m, n, k, bm, bn)
-        if wrong(got, expected):
+        for (m, n, k), (bm, bn) in UNEVEN_CASES:
+            got, expected = predict(m, n, k, bm, bn), solution_global_sectors(m, n, k, bm, bn)
+            if not wrong(got, expected):
+                continue
+            if not wrong(got, solution_global_sectors(m, n, k, bn, bm)):
+                return report(name, False, f"at {m}x{n}x{k} with {bm}x{bn} tiles you said {got}: a block "
+                              f"tile of {bm}x{bn} covers {bm} rows of C (along M) and {bn} columns (along "
+                              "N); is each of bm and bn paired with its own dimension?")
             return report(name, False, f"right for the five profiled kernels (every tile divides 2048), but "
                           f"at {m}x{n}x{k} with {bm}x{bn} tiles you said {got}: {m}/{bm} and {n}/{bn} are "
                           "not whole numbers. The partial blocks at the edges are launched too; the model "
@@ -453,7 +459,12 @@ def _pieces_trace(kernel):
     counts = trace.trace(kernel, 1, 32, np.full((32, 8), np.nan, np.float32))
     shared = counts.by_array
     loads = shared[(shared["space"] == "shared") & (shared["op"] == "ld")]
-    return out, int(loads["bank_conflicts"].sum()), int(loads["wavefronts"].sum())
+    return (out, int(loads["bank_conflicts"].sum()), int(loads["wavefronts"].sum()),
+            int(loads["instructions"].sum()))
+
+
+PIECE_LOADS = 2  # per warp: each lane's two pieces, one 16-byte load each
+LEAST_WAVEFRONTS = 8  # 2 loads of 512 bytes, 128 bytes a wavefront
 
 
 def check_conflict_free_pieces(kernel) -> object:
@@ -462,7 +473,7 @@ def check_conflict_free_pieces(kernel) -> object:
     name = "exercise 4 (a conflict-free lane mapping)"
 
     def attempt():
-        out, conflicts, wavefronts = _pieces_trace(kernel)
+        out, conflicts, wavefronts, loads = _pieces_trace(kernel)
         if np.isnan(out).any():
             return report(name, False, "some outputs were never written: every lane stores its two pieces")
         columns = out.astype(np.int64).ravel()
@@ -475,6 +486,10 @@ def check_conflict_free_pieces(kernel) -> object:
                           f"({wavefronts} wavefronts for 2 loads; 8 is the least): 8 lanes are served "
                           "together, so in each load the pieces of lanes 0-7 (and of 8-15, ...) must fall "
                           "in 8 different groups of 4 banks, as 32 consecutive floats do")
+        if loads != PIECE_LOADS or wavefronts != LEAST_WAVEFRONTS:
+            return report(name, False, f"every column in place, but the warp read the shared row with {loads} "
+                          f"load instruction(s) in {wavefronts} wavefronts: the values must come from the "
+                          "row, each lane's two pieces one 16-byte load each (load4_shared)")
         return report(name, True, f"every column read once in {wavefronts} wavefronts, no bank conflict: "
                       "neighbouring lanes read neighbouring 16-byte pieces")
 
