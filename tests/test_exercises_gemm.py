@@ -3,6 +3,7 @@ reference solution passes; plausible wrong answers are caught (at least two per 
 
 import numba
 import numpy as np
+import pytest
 from test_exercises import exercise_tests
 
 import gpu_lessons  # noqa: F401 - chooses the mode before numba.cuda
@@ -582,6 +583,23 @@ def micro_skeleton(a, b, c):
     for k in range(depth):
         acc00 = cuda.fma(a[row, k], b[k, col], acc00)
     c[row, col] = acc00
+
+
+@pytest.fixture(autouse=True)
+def _fresh_session():
+    """Exercise 5 remembers, per session, the layouts traced and the numbers tried: each test starts anew."""
+    ex.lesson.TRACED_LAYOUTS.clear()
+    ex._tried.clear()
+
+
+def test_the_warp_tile_prediction_is_no_lookup_and_no_search(capsys):
+    assert ex.check_warp_tile_wavefronts(ex.solution_warp_tile_wavefronts).passed
+    traced = ex.lesson.traced_shared_wavefronts(ex.PAIRED_8X8_WARP)["tracer"]  # the check's own counter
+    message = ex.check_warp_tile_wavefronts(traced).message
+    assert not ex.check_warp_tile_wavefronts(traced).passed and "already run" in message, message
+    ex.lesson.TRACED_LAYOUTS.clear()
+    assert not any(ex.check_warp_tile_wavefronts(p).passed for p in range(30))  # brute force
+    assert "different numbers tried" in ex.check_warp_tile_wavefronts(8).message
 
 
 WRONG_ANSWERS = [

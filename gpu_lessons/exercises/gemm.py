@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 from contextlib import nullcontext
+from functools import cache
 
 import numpy as np
 from numba import cuda
@@ -487,9 +488,9 @@ def check_conflict_free_pieces(kernel) -> object:
                           "together, so in each load the pieces of lanes 0-7 (and of 8-15, ...) must fall "
                           "in 8 different groups of 4 banks, as 32 consecutive floats do")
         if loads != PIECE_LOADS or wavefronts != LEAST_WAVEFRONTS:
-            return report(name, False, f"every column in place, but the warp read the shared row with {loads} "
-                          f"load instruction(s) in {wavefronts} wavefronts: the values must come from the "
-                          "row, each lane's two pieces one 16-byte load each (load4_shared)")
+            return report(name, False, f"every column in place, but the warp read the shared row with "
+                          f"{loads} load instruction(s) in {wavefronts} wavefronts: the values must come "
+                          "from the row, each lane's two pieces one 16-byte load each")
         return report(name, True, f"every column read once in {wavefronts} wavefronts, no bank conflict: "
                       "neighbouring lanes read neighbouring 16-byte pieces")
 
@@ -519,16 +520,36 @@ PAIRED_8X8_WARP = codegen.Tile(bm=32, bn=64, bk=4, tm=8, tn=8, lanes_m=4, interl
                                max_registers=None)
 
 
+@cache
+def _paired_wavefronts() -> float:
+    """The traffic counter's wavefronts per warp per k-step for PAIRED_8X8_WARP (one run a session)."""
+    return lesson._count_shared_wavefronts(PAIRED_8X8_WARP)["tracer"]
+
+
+TRIES = 6  # different wrong numbers in one session before the check stops answering (no brute force)
+_tried: set = set()
+
+
 def check_warp_tile_wavefronts(prediction) -> object:
     """``prediction``: shared wavefronts one warp needs per k-step for ``PAIRED_8X8_WARP``, checked by
-    running the generated kernel for one warp on the simulator with the traffic counter."""
+    running the generated kernel for one warp on the simulator with the traffic counter. A prediction is
+    made before the counter runs on that layout, and in a few tries."""
     name = "exercise 5 (wavefronts of a warp tile)"
 
     def attempt():
         if prediction is None:
             return report(name, False, "not answered yet: set prediction to a number")
-        traced = lesson.traced_shared_wavefronts(PAIRED_8X8_WARP)["tracer"]
+        if lesson.warp_layout(PAIRED_8X8_WARP) in lesson.TRACED_LAYOUTS:
+            return report(name, False, "the traffic counter has already run on this warp layout in this "
+                          "session (lesson.traced_shared_wavefronts): that is the check, not a prediction. "
+                          "Restart the kernel and count it out")
+        if len(_tried) >= TRIES:
+            return report(name, False, f"{len(_tried)} different numbers tried in this session: that is a "
+                          "search, not a prediction. Count it out per operand (16-byte loads per k-step, "
+                          "lanes one wavefront serves), then restart the kernel and check once")
+        traced = _paired_wavefronts()
         if float(prediction) != traced:
+            _tried.add(float(prediction))
             return report(name, False, f"you said {prediction}: not what the traffic counter sees. Count "
                           "the 16-byte shared loads a warp issues per k-step for an 8 x 8 micro-tile, then, "
                           "for A and for B separately, how many lanes one wavefront serves in this layout "
