@@ -444,6 +444,38 @@ def fractional_blocks(m, n, k, bm, bn):
     return m * n * k * (bm + bn) / (bm * bn) * 4 / 32
 
 
+def _tile_products(kind: str):
+    """Exercise 1's kernel with a slip in the products: 'assigned' (acc = a * b) or 'both_transposed'."""
+
+    @cuda.jit
+    def kernel(a, b, c):
+        a_tile = cuda.shared.array((16, 16), numba.float32)
+        b_tile = cuda.shared.array((16, 16), numba.float32)
+        tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+        row, col = cuda.blockIdx.y * TILE + ty, cuda.blockIdx.x * TILE + tx
+        m, depth = a.shape
+        n = b.shape[1]
+        acc = numba.float32(0.0)
+        for start in range(0, depth, TILE):
+            a_tile[ty, tx] = a[row, start + tx] if row < m and start + tx < depth else 0.0
+            b_tile[ty, tx] = b[start + ty, col] if start + ty < depth and col < n else 0.0
+            cuda.syncthreads()
+            for kk in range(TILE):
+                if kind == "assigned":
+                    acc = a_tile[ty, kk] * b_tile[kk, tx]  # replaces instead of adding
+                else:
+                    acc = cuda.fma(a_tile[kk, ty], b_tile[tx, kk], acc)  # both tiles' indices swapped
+            cuda.syncthreads()
+        if row < m and col < n:
+            c[row, col] = acc
+
+    return kernel
+
+
+tile_product_assigned = _tile_products("assigned")
+tile_both_transposed = _tile_products("both_transposed")
+
+
 def _tiled_variant(first_barrier: bool, second_barrier: bool, whole_tiles_only: bool):
     """Exercise 1's solution with a barrier left out, or with the last, partial k-tile dropped."""
 
@@ -556,7 +588,9 @@ def test_hints_name_the_slip(capsys):
     hints = {tile_loop_summed_twice: "exactly 2 times A @ B",
              tile_loop_tail_short: "k = 15, 20: the last k of each 16-deep tile",
              tile_b_transposed: "each 16 x 16 tile of B transposed",
-             tile_loop_half: "k = 8-15: places 8-15 of each 16-deep tile, half of its k"}
+             tile_loop_half: "k = 8-15: places 8-15 of each 16-deep tile, half of its k",
+             tile_product_assigned: "or each replaced the one before",
+             tile_both_transposed: "a_tile and b_tile are each indexed [column, row]"}
     for kernel, words in hints.items():
         assert words in ex.check_tiled_kernel(kernel).message
     micro = {micro_no_block_index: "nothing outside C[0:32, 0:32] (the first block's outputs)",
@@ -616,6 +650,8 @@ WRONG_ANSWERS = [
     (ex.check_tiled_kernel, no_barrier_after_loads),
     (ex.check_tiled_kernel, no_barrier_after_products),
     (ex.check_tiled_kernel, last_tile_dropped),
+    (ex.check_tiled_kernel, tile_product_assigned),
+    (ex.check_tiled_kernel, tile_both_transposed),
     (ex.check_micro_tile_kernel, a1_same_row),
     (ex.check_micro_tile_kernel, a1_next_k),
     (ex.check_micro_tile_kernel, four_dot_products),

@@ -62,6 +62,18 @@ def _blockwise_transposed(reference, size: int) -> np.ndarray:
     return blocks.transpose(0, 3, 2, 1).reshape(side_m, side_n)[:m, :n]
 
 
+def _both_tiles_transposed(a, b, size: int) -> np.ndarray:
+    """What a tiled kernel computes that reads a_tile[k, ty] and b_tile[tx, k] (zero-padded tiles)."""
+    (m, depth), n = a.shape, b.shape[1]
+    side_m, side_k, side_n = (-(-x // size) * size for x in (m, depth, n))
+    pa, pb = np.zeros((side_m, side_k)), np.zeros((side_k, side_n))
+    pa[:m, :depth], pb[:depth, :n] = a, b
+    a4 = pa.reshape(side_m // size, size, side_k // size, size)  # [i, row, s, column]
+    b4 = pb.reshape(side_k // size, size, side_n // size, size)  # [s, row, j, column]
+    c4 = np.einsum("sxjk,iksy->iyjx", b4, a4)  # C[i, ty, j, tx]: over s, k, b4[s, tx, j, k] a4[i, k, s, ty]
+    return c4.reshape(side_m, side_n)[:m, :n]
+
+
 def _k_description(missing: list[int], depth: int, tile: int | None) -> str:
     ks = ", ".join(str(k) for k in missing)
     if tile and len(missing) > 1 and missing == _last_tile(depth, tile):
@@ -130,6 +142,9 @@ def _pattern(c, a, b, tile: int, k_tile: int | None) -> str:
         where = "each thread's 2 x 2 outputs" if tile == 2 else f"each {tile} x {tile} tile"
         return (f"C is transposed within {where}: C[i, j] holds the value that belongs at C[j, i] of the "
                 "block; rows and columns (ty/tx, or 0/1 of the accumulators) are swapped somewhere")
+    if k_tile and _close(c, _both_tiles_transposed(a64, b64, k_tile), a, b):
+        return ("C equals what both tiles give read with their two indices in the wrong order: a_tile "
+                "and b_tile are each indexed [column, row] in the products")
     if k_tile:
         for operand, product in (("B", a64 @ _blockwise_transposed(b64, k_tile)),
                                  ("A", _blockwise_transposed(a64, k_tile) @ b64)):
@@ -142,7 +157,8 @@ def _pattern(c, a, b, tile: int, k_tile: int | None) -> str:
     if parity and tile == 2:
         return parity
     if not c.any():
-        return "every output is 0: no product reached c"
+        return ("every output is 0: as if no product were added to acc, or each replaced the one before "
+                "(the last ones, past the edge of A and B, are 0)")
     if wrong.all():
         return "every output is wrong: work one output by hand, the sum over k of A[row, k] * B[k, col]"
     return (f"{int(wrong.sum())} of {c.size} outputs are wrong, in rows {rows.min()}-{rows.max()} and "
