@@ -392,6 +392,11 @@ def one_tree(x, blocks, threads):
     return _bound(x, math.ceil(math.log2(max(len(x), 2))))  # the lesson's tree over all n elements
 
 
+def atomics_as_tree(x, blocks, threads):
+    depth = _per_thread(x, blocks, threads) - 1 + int(math.log2(threads))
+    return _bound(x, depth + math.ceil(math.log2(blocks)))  # the atomics taken for a tree over the blocks
+
+
 def floor_not_ceil(x, blocks, threads):
     per_thread = max(1, len(x) // (blocks * threads))  # the longest chain rounds up, not down
     return _bound(x, per_thread - 1 + int(math.log2(threads)) + blocks - 1)
@@ -490,6 +495,7 @@ WRONG_ANSWERS = [
     (ex.check_tolerance, one_chain),
     (ex.check_tolerance, one_tree),
     (ex.check_tolerance, floor_not_ceil),
+    (ex.check_tolerance, atomics_as_tree),
     (ex.check_tolerance, abs_of_sum),
     (ex.check_tolerance, without_denominator),
     (ex.check_predicted_time, datasheet_bandwidth),
@@ -560,6 +566,11 @@ def test_a_wrong_tolerance_gets_a_true_hint():
     assert "block's tree" in ex.check_tolerance(no_tree).message
     assert "one chain over all n" in ex.check_tolerance(one_chain).message
     assert "sum|x|" in ex.check_tolerance(abs_of_sum).message
+    message = ex.check_tolerance(atomics_as_tree).message  # the first case: log2 n = its depth too
+    assert "one after another" in message and "one tree over all n" not in message, message
+    for answer in (lambda x, blocks, threads: math.inf, lambda x, blocks, threads: 0.0):
+        message = ex.check_tolerance(answer).message  # d is the exercise's work: never printed
+        assert "depth is" not in message and "d u =" not in message, message
 
 
 def test_a_wrong_prediction_gets_a_true_hint():

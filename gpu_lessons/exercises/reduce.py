@@ -465,9 +465,9 @@ def _tolerance_hint(got, x, n: int, blocks: int, threads: int) -> str:
         return "return a number: the bound, in the units of the sum"
     depth = kernel_depth(n, blocks, threads)
     if depth * u >= 1:
-        return (f"here the depth is {depth:,}: d u >= 1, so there is no bound; return math.inf")
+        return "here d u >= 1, so there is no bound: return math.inf"
     if math.isinf(value):
-        return f"here d u = {depth * u:.3g} < 1: the bound is finite"
+        return "here d u < 1: the bound is finite"
     abs_sum = float(np.sum(np.abs(np.asarray(x, np.float64))))
     per_thread = max(1, -(-n // (blocks * threads)))
     levels = int(math.log2(threads))
@@ -484,6 +484,9 @@ def _tolerance_hint(got, x, n: int, blocks: int, threads: int) -> str:
             _gamma(depth - (per_thread - 1)) * abs_sum,
         "your depth is that of one chain over all n elements; this kernel splits them":
             _gamma(n - 1) * abs_sum,
+        "your depth is what a tree over the blocks' sums would add (levels, log2 of the blocks); the atomics "
+        "add them onto out[0] one after another":
+            _gamma(depth - (blocks - 1) + math.ceil(math.log2(blocks))) * abs_sum,
         "your depth is that of one tree over all n elements; this kernel's chains and atomics are longer":
             _gamma(math.ceil(math.log2(max(n, 2)))) * abs_sum,
     }
