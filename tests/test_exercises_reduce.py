@@ -463,6 +463,11 @@ def typed_constants(n, fits):
     return 6.13 + 4 * n / 4525e3  # section 8's printed t0 and BW typed in
 
 
+def lesson_model_times(n, fits):
+    table = fits.loc[["vec4_last_block"]].reset_index()
+    return float(ex.lesson.model_times(table, [n])["value"].iloc[0])  # the lesson's own line, not written
+
+
 NOTEBOOK = "05_reduce.ipynb"
 SOLUTIONS = [
     (ex.check_half_sums, ex.solution_half_sums),
@@ -506,6 +511,7 @@ WRONG_ANSWERS = [
     (ex.check_predicted_time, measured_median),
     (ex.check_predicted_time, grid_sweep_best),
     (ex.check_predicted_time, typed_constants),
+    (ex.check_predicted_time, lesson_model_times),
 ]
 
 (test_notebook_has_one_cell_per_exercise, test_skeleton_fails, test_solution_passes,
@@ -579,5 +585,6 @@ def test_a_wrong_prediction_gets_a_true_hint():
     assert "fixed cost of 0 us" in ex.check_predicted_time(no_launch_cost).message
     assert "KeyError" in ex.check_predicted_time(measured_median).message
     assert "not typed in" in ex.check_predicted_time(typed_constants).message
+    assert "model_times" in ex.check_predicted_time(lesson_model_times).message
     for answer in (typed_constants, datasheet_bandwidth, cupy_fit):  # no expected time printed
         assert "the measured median is" not in ex.check_predicted_time(answer).message
