@@ -43,6 +43,20 @@ def assigned_not_added(value):
     return value
 
 
+@cuda.jit(device=True)
+def through_shared_memory(value):
+    sums = cuda.shared.array(128, float32)  # right sums, but no shuffle: not the exercise
+    t = cuda.threadIdx.x
+    sums[t] = value
+    cuda.syncthreads()
+    first = t - t % 16
+    total = float32(0)
+    for j in range(16):
+        total += sums[first + j]
+    cuda.syncthreads()
+    return total
+
+
 # ------------------------------------------------------------------ exercise 2: reduce_sum
 
 
@@ -479,6 +493,7 @@ WRONG_ANSWERS = [
     (ex.check_half_sums, whole_warp),
     (ex.check_half_sums, shuffle_down_halves),
     (ex.check_half_sums, assigned_not_added),
+    (ex.check_half_sums, through_shared_memory),
     (ex.check_reduce_sum, early_exit),
     (ex.check_reduce_sum, no_grid_stride),
     (ex.check_reduce_sum, every_lane_adds),
@@ -530,6 +545,7 @@ def test_a_wrong_half_sum_gets_a_true_hint():
     assert "whole warp's sum" in ex.check_half_sums(whole_warp).message
     assert "first lane of each half" in ex.check_half_sums(shuffle_down_halves).message
     assert "first lane of each half" not in ex.check_half_sums(assigned_not_added).message
+    assert "0 warp shuffle(s)" in ex.check_half_sums(through_shared_memory).message
 
 
 def test_a_wrong_reduce_sum_gets_a_true_hint():

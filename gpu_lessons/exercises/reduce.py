@@ -39,6 +39,7 @@ from . import guarded, races, report
 WARP_N = 100  # three full warps and a partial one (4 lanes of data, 28 lanes of zeros)
 WARP_BLOCK = 128
 HALF = 16
+HALF_ROUNDS = 4  # log2(16): each shuffle round doubles the lanes a value holds the sum of
 
 
 def _half_sums_kernel(half_sums):
@@ -58,7 +59,11 @@ def check_half_sums(half_sums) -> object:
     def attempt():
         x = np.random.default_rng().standard_normal(WARP_N, dtype=np.float32)
         out = np.full(WARP_BLOCK, np.nan, np.float32)
-        _half_sums_kernel(half_sums)[1, WARP_BLOCK](x, out)
+        kernel = _half_sums_kernel(half_sums)
+        kernel[1, WARP_BLOCK](x, out)
+        with _counted_shuffles() as shuffles:  # on the simulator, in any mode
+            trace.trace(kernel, 1, WARP_BLOCK, x, np.full(WARP_BLOCK, np.nan, np.float32))
+        fewest = min((shuffles.get(((0, 0, 0), (t, 0, 0)), 0), t) for t in range(WARP_BLOCK))
         padded = np.zeros(WARP_BLOCK, np.float32)
         padded[:WARP_N] = x
         halves = padded.reshape(-1, HALF)
@@ -66,6 +71,10 @@ def check_half_sums(half_sums) -> object:
         bound = k.gamma(4) * np.sum(np.abs(halves), axis=1, dtype=np.float64)  # 4 rounds of adds
         got = out.astype(np.float64).reshape(-1, HALF)
         wrong = ~(np.abs(got - exact[:, None]) <= bound[:, None])
+        if not wrong.any() and fewest[0] < HALF_ROUNDS:
+            return report(name, False, f"every lane holds its half's sum, but thread {fewest[1]} made "
+                          f"{fewest[0]} warp shuffle(s): the exercise builds the sum lane to lane with "
+                          "shuffles, each round adding what arrives, not through shared memory")
         if not wrong.any():
             return report(name, True, f"every lane of {WARP_BLOCK // WARP_SIZE} warps holds its half-warp's "
                           "sum, the partial last warp included")
@@ -73,7 +82,10 @@ def check_half_sums(half_sums) -> object:
         thread = h * HALF + lane
         warp_total = np.sum(padded.reshape(-1, WARP_SIZE), axis=1, dtype=np.float64)[thread // WARP_SIZE]
         first_lanes_right = not wrong[:, 0].any()
-        if np.isclose(got.ravel()[thread], warp_total, rtol=1e-5, atol=1e-5) and not np.isclose(
+        if not shuffles:
+            hint = ("no lane made a warp shuffle: the values are to move lane to lane with shuffles, each "
+                    "round adding what arrives")
+        elif np.isclose(got.ravel()[thread], warp_total, rtol=1e-5, atol=1e-5) and not np.isclose(
                 warp_total, exact[h], rtol=1e-5, atol=1e-5):
             hint = ("that is the whole warp's sum: a partner at lane ^ 16 (or lane + 16) lies in the other "
                     "half")
