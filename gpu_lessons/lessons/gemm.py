@@ -1440,8 +1440,11 @@ def search_figure(result: LessonResult, drop=("128^3",)):
     labels = [f"{shape_label(s)} *" if s in noisy else shape_label(s) for s in fractions.columns]
     starred = [s for s in fractions.columns if s in noisy]
     note = "; ".join(f"{shape_label(s)}: {spread[s]:.2f}x" for s in starred)
+    left_out = [s for s in drop if s in autotune_table(result.table, "of_cublas").columns]
     xlabel = "matrix shape (M x N x K); framed: each shape's best median" + (
-        f"\n* noisy: a kernel's median over {NOISY_SPREAD}x its fastest run ({note})" if starred else "")
+        f"\n* noisy: a kernel's median over {NOISY_SPREAD}x its fastest run ({note})" if starred else "") + (
+        "\nleft out: " + ", ".join(f"{shape_label(s)} (a kernel's median {spread[s]:.2f}x its fastest run)"
+                                    for s in left_out) if left_out else "")
     figure = gemm_plots.search_heatmap(fractions, provenance=result.provenance, column_labels=labels,
                                        xlabel=xlabel)
     best = "; ".join(f"{shape_label(shape)}: {fractions[shape].idxmax()} ({fractions[shape].max():.0%})"
