@@ -3,6 +3,7 @@ reference solution passes; plausible wrong answers are caught (at least two per 
 
 import numba
 import numpy as np
+import pytest
 from test_exercises import exercise_tests
 
 import gpu_lessons  # noqa: F401 - chooses the mode before numba.cuda
@@ -408,9 +409,71 @@ def floor_blocks(m, n, k, bm, bn):
     return (m // bm) * (n // bn) * (bm + bn) * k * 4 / 32
 
 
+def tile_sides_swapped(m, n, k, bm, bn):
+    """bm paired with N and bn with M: right wherever the tile is square or the matrix is."""
+    return -(-m // bn) * -(-n // bm) * (bm + bn) * k * 4 / 32
+
+
+@cuda.jit
+def hard_coded_pieces(out):
+    """Step 8's c0, c1, but the values written from the column numbers: the shared row never read."""
+    row = cuda.shared.array(256, numba.float32)
+    lane = cuda.threadIdx.x
+    for i in range(lane, 256, 32):
+        row[i] = i
+    cuda.syncthreads()
+    c0, c1 = 8 * lane, 8 * lane + 4
+    out[lane, 0], out[lane, 1], out[lane, 2], out[lane, 3] = c0, c0 + 1, c0 + 2, c0 + 3
+    out[lane, 4], out[lane, 5], out[lane, 6], out[lane, 7] = c1, c1 + 1, c1 + 2, c1 + 3
+
+
+@cuda.jit
+def scalar_pieces(out):
+    """Every column once and no conflict, but one float at a time: 8 loads, not two 16-byte ones."""
+    row = cuda.shared.array(256, numba.float32)
+    lane = cuda.threadIdx.x
+    for i in range(lane, 256, 32):
+        row[i] = i
+    cuda.syncthreads()
+    for j in range(8):
+        out[lane, j] = row[32 * j + lane]
+
+
 def fractional_blocks(m, n, k, bm, bn):
     """M/BM x N/BN blocks as fractions: the partial edge blocks counted in part."""
     return m * n * k * (bm + bn) / (bm * bn) * 4 / 32
+
+
+def _tile_products(kind: str):
+    """Exercise 1's kernel with a slip in the products: 'assigned' (acc = a * b) or 'both_transposed'."""
+
+    @cuda.jit
+    def kernel(a, b, c):
+        a_tile = cuda.shared.array((16, 16), numba.float32)
+        b_tile = cuda.shared.array((16, 16), numba.float32)
+        tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+        row, col = cuda.blockIdx.y * TILE + ty, cuda.blockIdx.x * TILE + tx
+        m, depth = a.shape
+        n = b.shape[1]
+        acc = numba.float32(0.0)
+        for start in range(0, depth, TILE):
+            a_tile[ty, tx] = a[row, start + tx] if row < m and start + tx < depth else 0.0
+            b_tile[ty, tx] = b[start + ty, col] if start + ty < depth and col < n else 0.0
+            cuda.syncthreads()
+            for kk in range(TILE):
+                if kind == "assigned":
+                    acc = a_tile[ty, kk] * b_tile[kk, tx]  # replaces instead of adding
+                else:
+                    acc = cuda.fma(a_tile[kk, ty], b_tile[tx, kk], acc)  # both tiles' indices swapped
+            cuda.syncthreads()
+        if row < m and col < n:
+            c[row, col] = acc
+
+    return kernel
+
+
+tile_product_assigned = _tile_products("assigned")
+tile_both_transposed = _tile_products("both_transposed")
 
 
 def _tiled_variant(first_barrier: bool, second_barrier: bool, whole_tiles_only: bool):
@@ -515,6 +578,9 @@ def test_hints_name_the_pattern(capsys):
     assert "the last k-step" in ex.check_micro_tile_kernel(micro_loop_one_short).message
     assert "2 x 2 outputs" in ex.check_micro_tile_kernel(micro_acc01_acc10_swapped).message
     assert "partial" in ex.check_global_sectors(floor_blocks).message
+    assert "its own dimension" in ex.check_global_sectors(tile_sides_swapped).message
+    for kernel in (hard_coded_pieces, scalar_pieces):
+        assert "16-byte load" in ex.check_conflict_free_pieces(kernel).message
 
 
 def test_hints_name_the_slip(capsys):
@@ -522,7 +588,9 @@ def test_hints_name_the_slip(capsys):
     hints = {tile_loop_summed_twice: "exactly 2 times A @ B",
              tile_loop_tail_short: "k = 15, 20: the last k of each 16-deep tile",
              tile_b_transposed: "each 16 x 16 tile of B transposed",
-             tile_loop_half: "k = 8-15: places 8-15 of each 16-deep tile, half of its k"}
+             tile_loop_half: "k = 8-15: places 8-15 of each 16-deep tile, half of its k",
+             tile_product_assigned: "or each replaced the one before",
+             tile_both_transposed: "a_tile and b_tile are each indexed [column, row]"}
     for kernel, words in hints.items():
         assert words in ex.check_tiled_kernel(kernel).message
     micro = {micro_no_block_index: "nothing outside C[0:32, 0:32] (the first block's outputs)",
@@ -551,6 +619,23 @@ def micro_skeleton(a, b, c):
     c[row, col] = acc00
 
 
+@pytest.fixture(autouse=True)
+def _fresh_session():
+    """Exercise 5 remembers, per session, the layouts traced and the numbers tried: each test starts anew."""
+    ex.lesson.TRACED_LAYOUTS.clear()
+    ex._tried.clear()
+
+
+def test_the_warp_tile_prediction_is_no_lookup_and_no_search(capsys):
+    assert ex.check_warp_tile_wavefronts(ex.solution_warp_tile_wavefronts).passed
+    traced = ex.lesson.traced_shared_wavefronts(ex.PAIRED_8X8_WARP)["tracer"]  # the check's own counter
+    message = ex.check_warp_tile_wavefronts(traced).message
+    assert not ex.check_warp_tile_wavefronts(traced).passed and "already run" in message, message
+    ex.lesson.TRACED_LAYOUTS.clear()
+    assert not any(ex.check_warp_tile_wavefronts(p).passed for p in range(30))  # brute force
+    assert "different numbers tried" in ex.check_warp_tile_wavefronts(8).message
+
+
 WRONG_ANSWERS = [
     (ex.check_tiled_kernel, tiles_swapped),
     (ex.check_tiled_kernel, last_product_only),
@@ -565,6 +650,8 @@ WRONG_ANSWERS = [
     (ex.check_tiled_kernel, no_barrier_after_loads),
     (ex.check_tiled_kernel, no_barrier_after_products),
     (ex.check_tiled_kernel, last_tile_dropped),
+    (ex.check_tiled_kernel, tile_product_assigned),
+    (ex.check_tiled_kernel, tile_both_transposed),
     (ex.check_micro_tile_kernel, a1_same_row),
     (ex.check_micro_tile_kernel, a1_next_k),
     (ex.check_micro_tile_kernel, four_dot_products),
@@ -579,6 +666,9 @@ WRONG_ANSWERS = [
     (ex.check_global_sectors, product_not_sum),
     (ex.check_global_sectors, floor_blocks),
     (ex.check_global_sectors, fractional_blocks),
+    (ex.check_global_sectors, tile_sides_swapped),
+    (ex.check_conflict_free_pieces, hard_coded_pieces),
+    (ex.check_conflict_free_pieces, scalar_pieces),
     (ex.check_conflict_free_pieces, contiguous_pieces),
     (ex.check_conflict_free_pieces, overlapping_pieces),
     (ex.check_conflict_free_pieces, half_row_pieces),

@@ -43,6 +43,20 @@ def assigned_not_added(value):
     return value
 
 
+@cuda.jit(device=True)
+def through_shared_memory(value):
+    sums = cuda.shared.array(128, float32)  # right sums, but no shuffle: not the exercise
+    t = cuda.threadIdx.x
+    sums[t] = value
+    cuda.syncthreads()
+    first = t - t % 16
+    total = float32(0)
+    for j in range(16):
+        total += sums[first + j]
+    cuda.syncthreads()
+    return total
+
+
 # ------------------------------------------------------------------ exercise 2: reduce_sum
 
 
@@ -109,6 +123,42 @@ def calls_block_helper(x, out):
         i += cuda.gridDim.x * cuda.blockDim.x
     value = k.block_reduce_sum(value)  # the lesson's block level, not written
     if tid == 0:
+        cuda.atomic.add(out, 0, value)
+
+
+block_level = k.block_reduce_sum  # the course's block level under another name
+
+
+@cuda.jit
+def aliased_block_helper(x, out):
+    warp_sums = cuda.shared.array(32, float32)
+    tid = cuda.threadIdx.x
+    cuda.syncthreads()  # a barrier, so that the name is there
+    i = cuda.blockIdx.x * cuda.blockDim.x * 2 + tid
+    stride = cuda.blockDim.x * 2 * cuda.gridDim.x
+    value = float32(0)
+    while i < x.size:
+        value += x[i]
+        if i + cuda.blockDim.x < x.size:
+            value += x[i + cuda.blockDim.x]
+        i += stride
+    value = block_level(value, warp_sums)  # the lesson's block level, not written
+    if tid == 0:
+        cuda.atomic.add(out, 0, value)
+
+
+@cuda.jit(device=True)
+def my_block_sum(value, warp_sums):
+    return k.block_reduce_sum(value, warp_sums)  # a wrapper around the lesson's block level
+
+
+@cuda.jit
+def wrapped_block_helper(x, out):
+    warp_sums = cuda.shared.array(32, float32)
+    i = cuda.grid(1)
+    value = x[i] if i < x.size else float32(0)
+    value = my_block_sum(value, warp_sums)
+    if cuda.threadIdx.x == 0:
         cuda.atomic.add(out, 0, value)
 
 
@@ -356,6 +406,11 @@ def one_tree(x, blocks, threads):
     return _bound(x, math.ceil(math.log2(max(len(x), 2))))  # the lesson's tree over all n elements
 
 
+def atomics_as_tree(x, blocks, threads):
+    depth = _per_thread(x, blocks, threads) - 1 + int(math.log2(threads))
+    return _bound(x, depth + math.ceil(math.log2(blocks)))  # the atomics taken for a tree over the blocks
+
+
 def floor_not_ceil(x, blocks, threads):
     per_thread = max(1, len(x) // (blocks * threads))  # the longest chain rounds up, not down
     return _bound(x, per_thread - 1 + int(math.log2(threads)) + blocks - 1)
@@ -422,6 +477,11 @@ def typed_constants(n, fits):
     return 6.13 + 4 * n / 4525e3  # section 8's printed t0 and BW typed in
 
 
+def lesson_model_times(n, fits):
+    table = fits.loc[["vec4_last_block"]].reset_index()
+    return float(ex.lesson.model_times(table, [n])["value"].iloc[0])  # the lesson's own line, not written
+
+
 NOTEBOOK = "05_reduce.ipynb"
 SOLUTIONS = [
     (ex.check_half_sums, ex.solution_half_sums),
@@ -433,10 +493,13 @@ WRONG_ANSWERS = [
     (ex.check_half_sums, whole_warp),
     (ex.check_half_sums, shuffle_down_halves),
     (ex.check_half_sums, assigned_not_added),
+    (ex.check_half_sums, through_shared_memory),
     (ex.check_reduce_sum, early_exit),
     (ex.check_reduce_sum, no_grid_stride),
     (ex.check_reduce_sum, every_lane_adds),
     (ex.check_reduce_sum, calls_block_helper),
+    (ex.check_reduce_sum, aliased_block_helper),
+    (ex.check_reduce_sum, wrapped_block_helper),
     (ex.check_reduce_sum, atomic_per_warp),
     (ex.check_reduce_sum, no_barrier),
     (ex.check_reduce_sum, stride_without_2),
@@ -452,6 +515,7 @@ WRONG_ANSWERS = [
     (ex.check_tolerance, one_chain),
     (ex.check_tolerance, one_tree),
     (ex.check_tolerance, floor_not_ceil),
+    (ex.check_tolerance, atomics_as_tree),
     (ex.check_tolerance, abs_of_sum),
     (ex.check_tolerance, without_denominator),
     (ex.check_predicted_time, datasheet_bandwidth),
@@ -462,6 +526,7 @@ WRONG_ANSWERS = [
     (ex.check_predicted_time, measured_median),
     (ex.check_predicted_time, grid_sweep_best),
     (ex.check_predicted_time, typed_constants),
+    (ex.check_predicted_time, lesson_model_times),
 ]
 
 (test_notebook_has_one_cell_per_exercise, test_skeleton_fails, test_solution_passes,
@@ -480,10 +545,12 @@ def test_a_wrong_half_sum_gets_a_true_hint():
     assert "whole warp's sum" in ex.check_half_sums(whole_warp).message
     assert "first lane of each half" in ex.check_half_sums(shuffle_down_halves).message
     assert "first lane of each half" not in ex.check_half_sums(assigned_not_added).message
+    assert "0 warp shuffle(s)" in ex.check_half_sums(through_shared_memory).message
 
 
 def test_a_wrong_reduce_sum_gets_a_true_hint():
-    assert "block_reduce_sum" in ex.check_reduce_sum(calls_block_helper).message
+    for answer in (calls_block_helper, aliased_block_helper, wrapped_block_helper):
+        assert "block_reduce_sum" in ex.check_reduce_sum(answer).message
     assert "one per warp" in ex.check_reduce_sum(atomic_per_warp).message
     assert "only one lane" in ex.check_reduce_sum(every_lane_adds).message
     assert "barrier" in ex.check_reduce_sum(no_barrier).message
@@ -521,6 +588,11 @@ def test_a_wrong_tolerance_gets_a_true_hint():
     assert "block's tree" in ex.check_tolerance(no_tree).message
     assert "one chain over all n" in ex.check_tolerance(one_chain).message
     assert "sum|x|" in ex.check_tolerance(abs_of_sum).message
+    message = ex.check_tolerance(atomics_as_tree).message  # the first case: log2 n = its depth too
+    assert "one after another" in message and "one tree over all n" not in message, message
+    for answer in (lambda x, blocks, threads: math.inf, lambda x, blocks, threads: 0.0):
+        message = ex.check_tolerance(answer).message  # d is the exercise's work: never printed
+        assert "depth is" not in message and "d u =" not in message, message
 
 
 def test_a_wrong_prediction_gets_a_true_hint():
@@ -529,5 +601,6 @@ def test_a_wrong_prediction_gets_a_true_hint():
     assert "fixed cost of 0 us" in ex.check_predicted_time(no_launch_cost).message
     assert "KeyError" in ex.check_predicted_time(measured_median).message
     assert "not typed in" in ex.check_predicted_time(typed_constants).message
+    assert "model_times" in ex.check_predicted_time(lesson_model_times).message
     for answer in (typed_constants, datasheet_bandwidth, cupy_fit):  # no expected time printed
         assert "the measured median is" not in ex.check_predicted_time(answer).message

@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 from contextlib import nullcontext
+from functools import cache
 
 import numpy as np
 from numba import cuda
@@ -59,6 +60,18 @@ def _blockwise_transposed(reference, size: int) -> np.ndarray:
     padded[:m, :n] = reference
     blocks = padded.reshape(side_m // size, size, side_n // size, size)
     return blocks.transpose(0, 3, 2, 1).reshape(side_m, side_n)[:m, :n]
+
+
+def _both_tiles_transposed(a, b, size: int) -> np.ndarray:
+    """What a tiled kernel computes that reads a_tile[k, ty] and b_tile[tx, k] (zero-padded tiles)."""
+    (m, depth), n = a.shape, b.shape[1]
+    side_m, side_k, side_n = (-(-x // size) * size for x in (m, depth, n))
+    pa, pb = np.zeros((side_m, side_k)), np.zeros((side_k, side_n))
+    pa[:m, :depth], pb[:depth, :n] = a, b
+    a4 = pa.reshape(side_m // size, size, side_k // size, size)  # [i, row, s, column]
+    b4 = pb.reshape(side_k // size, size, side_n // size, size)  # [s, row, j, column]
+    c4 = np.einsum("sxjk,iksy->iyjx", b4, a4)  # C[i, ty, j, tx]: over s, k, b4[s, tx, j, k] a4[i, k, s, ty]
+    return c4.reshape(side_m, side_n)[:m, :n]
 
 
 def _k_description(missing: list[int], depth: int, tile: int | None) -> str:
@@ -129,6 +142,9 @@ def _pattern(c, a, b, tile: int, k_tile: int | None) -> str:
         where = "each thread's 2 x 2 outputs" if tile == 2 else f"each {tile} x {tile} tile"
         return (f"C is transposed within {where}: C[i, j] holds the value that belongs at C[j, i] of the "
                 "block; rows and columns (ty/tx, or 0/1 of the accumulators) are swapped somewhere")
+    if k_tile and _close(c, _both_tiles_transposed(a64, b64, k_tile), a, b):
+        return ("C equals what both tiles give read with their two indices in the wrong order: a_tile "
+                "and b_tile are each indexed [column, row] in the products")
     if k_tile:
         for operand, product in (("B", a64 @ _blockwise_transposed(b64, k_tile)),
                                  ("A", _blockwise_transposed(a64, k_tile) @ b64)):
@@ -141,7 +157,8 @@ def _pattern(c, a, b, tile: int, k_tile: int | None) -> str:
     if parity and tile == 2:
         return parity
     if not c.any():
-        return "every output is 0: no product reached c"
+        return ("every output is 0: as if no product were added to acc, or each replaced the one before "
+                "(the last ones, past the edge of A and B, are 0)")
     if wrong.all():
         return "every output is wrong: work one output by hand, the sum over k of A[row, k] * B[k, col]"
     return (f"{int(wrong.sum())} of {c.size} outputs are wrong, in rows {rows.min()}-{rows.max()} and "
@@ -377,9 +394,10 @@ def recorded_sectors(result=None) -> dict:
     return out
 
 
-# A shape the tiles do not divide (the lesson's awkward shape, step 11's tile): no profile there, so the
-# model's own count is the reference: 32 x 33 blocks, the partial ones at the edges included.
-UNEVEN_CASE = ((4095, 4097, 1023), (128, 128))
+# A shape the tiles do not divide (the lesson's awkward shape; step 11's tile, then a tile taller than
+# wide, where bm and bn swapped give another count): no profile there, so the model's own count is the
+# reference, the partial blocks at the edges included.
+UNEVEN_CASES = (((4095, 4097, 1023), (128, 128)), ((4095, 4097, 1023), (128, 64)))
 
 
 def check_global_sectors(predict) -> object:
@@ -400,9 +418,14 @@ def check_global_sectors(predict) -> object:
                               f"within {SECTOR_TOLERANCE:.1%} of Nsight Compute's count; "
                               f"{_sector_hint(got, m, n, k, bm, bn)}")
             lines.append(f"{case} {measured / 1e6:.1f} M")
-        (m, n, k), (bm, bn) = UNEVEN_CASE
-        got, expected = predict(m, n, k, bm, bn), solution_global_sectors(m, n, k, bm, bn)
-        if wrong(got, expected):
+        for (m, n, k), (bm, bn) in UNEVEN_CASES:
+            got, expected = predict(m, n, k, bm, bn), solution_global_sectors(m, n, k, bm, bn)
+            if not wrong(got, expected):
+                continue
+            if not wrong(got, solution_global_sectors(m, n, k, bn, bm)):
+                return report(name, False, f"at {m}x{n}x{k} with {bm}x{bn} tiles you said {got}: a block "
+                              f"tile of {bm}x{bn} covers {bm} rows of C (along M) and {bn} columns (along "
+                              "N); is each of bm and bn paired with its own dimension?")
             return report(name, False, f"right for the five profiled kernels (every tile divides 2048), but "
                           f"at {m}x{n}x{k} with {bm}x{bn} tiles you said {got}: {m}/{bm} and {n}/{bn} are "
                           "not whole numbers. The partial blocks at the edges are launched too; the model "
@@ -453,7 +476,12 @@ def _pieces_trace(kernel):
     counts = trace.trace(kernel, 1, 32, np.full((32, 8), np.nan, np.float32))
     shared = counts.by_array
     loads = shared[(shared["space"] == "shared") & (shared["op"] == "ld")]
-    return out, int(loads["bank_conflicts"].sum()), int(loads["wavefronts"].sum())
+    return (out, int(loads["bank_conflicts"].sum()), int(loads["wavefronts"].sum()),
+            int(loads["instructions"].sum()))
+
+
+PIECE_LOADS = 2  # per warp: each lane's two pieces, one 16-byte load each
+LEAST_WAVEFRONTS = 8  # 2 loads of 512 bytes, 128 bytes a wavefront
 
 
 def check_conflict_free_pieces(kernel) -> object:
@@ -462,7 +490,7 @@ def check_conflict_free_pieces(kernel) -> object:
     name = "exercise 4 (a conflict-free lane mapping)"
 
     def attempt():
-        out, conflicts, wavefronts = _pieces_trace(kernel)
+        out, conflicts, wavefronts, loads = _pieces_trace(kernel)
         if np.isnan(out).any():
             return report(name, False, "some outputs were never written: every lane stores its two pieces")
         columns = out.astype(np.int64).ravel()
@@ -475,6 +503,10 @@ def check_conflict_free_pieces(kernel) -> object:
                           f"({wavefronts} wavefronts for 2 loads; 8 is the least): 8 lanes are served "
                           "together, so in each load the pieces of lanes 0-7 (and of 8-15, ...) must fall "
                           "in 8 different groups of 4 banks, as 32 consecutive floats do")
+        if loads != PIECE_LOADS or wavefronts != LEAST_WAVEFRONTS:
+            return report(name, False, f"every column in place, but the warp read the shared row with "
+                          f"{loads} load instruction(s) in {wavefronts} wavefronts: the values must come "
+                          "from the row, each lane's two pieces one 16-byte load each")
         return report(name, True, f"every column read once in {wavefronts} wavefronts, no bank conflict: "
                       "neighbouring lanes read neighbouring 16-byte pieces")
 
@@ -504,16 +536,36 @@ PAIRED_8X8_WARP = codegen.Tile(bm=32, bn=64, bk=4, tm=8, tn=8, lanes_m=4, interl
                                max_registers=None)
 
 
+@cache
+def _paired_wavefronts() -> float:
+    """The traffic counter's wavefronts per warp per k-step for PAIRED_8X8_WARP (one run a session)."""
+    return lesson._count_shared_wavefronts(PAIRED_8X8_WARP)["tracer"]
+
+
+TRIES = 6  # different wrong numbers in one session before the check stops answering (no brute force)
+_tried: set = set()
+
+
 def check_warp_tile_wavefronts(prediction) -> object:
     """``prediction``: shared wavefronts one warp needs per k-step for ``PAIRED_8X8_WARP``, checked by
-    running the generated kernel for one warp on the simulator with the traffic counter."""
+    running the generated kernel for one warp on the simulator with the traffic counter. A prediction is
+    made before the counter runs on that layout, and in a few tries."""
     name = "exercise 5 (wavefronts of a warp tile)"
 
     def attempt():
         if prediction is None:
             return report(name, False, "not answered yet: set prediction to a number")
-        traced = lesson.traced_shared_wavefronts(PAIRED_8X8_WARP)["tracer"]
+        if lesson.warp_layout(PAIRED_8X8_WARP) in lesson.TRACED_LAYOUTS:
+            return report(name, False, "the traffic counter has already run on this warp layout in this "
+                          "session (lesson.traced_shared_wavefronts): that is the check, not a prediction. "
+                          "Restart the kernel and count it out")
+        if len(_tried) >= TRIES:
+            return report(name, False, f"{len(_tried)} different numbers tried in this session: that is a "
+                          "search, not a prediction. Count it out per operand (16-byte loads per k-step, "
+                          "lanes one wavefront serves), then restart the kernel and check once")
+        traced = _paired_wavefronts()
         if float(prediction) != traced:
+            _tried.add(float(prediction))
             return report(name, False, f"you said {prediction}: not what the traffic counter sees. Count "
                           "the 16-byte shared loads a warp issues per k-step for an 8 x 8 micro-tile, then, "
                           "for A and for B separately, how many lanes one wavefront serves in this layout "

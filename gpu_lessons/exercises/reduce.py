@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import threading
 from contextlib import contextmanager
+from types import ModuleType
 
 import numpy as np
 from numba import cuda, float32
@@ -38,6 +39,7 @@ from . import guarded, races, report
 WARP_N = 100  # three full warps and a partial one (4 lanes of data, 28 lanes of zeros)
 WARP_BLOCK = 128
 HALF = 16
+HALF_ROUNDS = 4  # log2(16): each shuffle round doubles the lanes a value holds the sum of
 
 
 def _half_sums_kernel(half_sums):
@@ -57,7 +59,11 @@ def check_half_sums(half_sums) -> object:
     def attempt():
         x = np.random.default_rng().standard_normal(WARP_N, dtype=np.float32)
         out = np.full(WARP_BLOCK, np.nan, np.float32)
-        _half_sums_kernel(half_sums)[1, WARP_BLOCK](x, out)
+        kernel = _half_sums_kernel(half_sums)
+        kernel[1, WARP_BLOCK](x, out)
+        with _counted_shuffles() as shuffles:  # on the simulator, in any mode
+            trace.trace(kernel, 1, WARP_BLOCK, x, np.full(WARP_BLOCK, np.nan, np.float32))
+        fewest = min((shuffles.get(((0, 0, 0), (t, 0, 0)), 0), t) for t in range(WARP_BLOCK))
         padded = np.zeros(WARP_BLOCK, np.float32)
         padded[:WARP_N] = x
         halves = padded.reshape(-1, HALF)
@@ -65,6 +71,10 @@ def check_half_sums(half_sums) -> object:
         bound = k.gamma(4) * np.sum(np.abs(halves), axis=1, dtype=np.float64)  # 4 rounds of adds
         got = out.astype(np.float64).reshape(-1, HALF)
         wrong = ~(np.abs(got - exact[:, None]) <= bound[:, None])
+        if not wrong.any() and fewest[0] < HALF_ROUNDS:
+            return report(name, False, f"every lane holds its half's sum, but thread {fewest[1]} made "
+                          f"{fewest[0]} warp shuffle(s): the exercise builds the sum lane to lane with "
+                          "shuffles, each round adding what arrives, not through shared memory")
         if not wrong.any():
             return report(name, True, f"every lane of {WARP_BLOCK // WARP_SIZE} warps holds its half-warp's "
                           "sum, the partial last warp included")
@@ -72,7 +82,10 @@ def check_half_sums(half_sums) -> object:
         thread = h * HALF + lane
         warp_total = np.sum(padded.reshape(-1, WARP_SIZE), axis=1, dtype=np.float64)[thread // WARP_SIZE]
         first_lanes_right = not wrong[:, 0].any()
-        if np.isclose(got.ravel()[thread], warp_total, rtol=1e-5, atol=1e-5) and not np.isclose(
+        if not shuffles:
+            hint = ("no lane made a warp shuffle: the values are to move lane to lane with shuffles, each "
+                    "round adding what arrives")
+        elif np.isclose(got.ravel()[thread], warp_total, rtol=1e-5, atol=1e-5) and not np.isclose(
                 warp_total, exact[h], rtol=1e-5, atol=1e-5):
             hint = ("that is the whole warp's sum: a partner at lane ^ 16 (or lane + 16) lies in the other "
                     "half")
@@ -211,6 +224,58 @@ def _names(kernel) -> set:
     return set(code.co_names) if code is not None else set()
 
 
+def _code_names(code) -> set:
+    """The global and attribute names a code object reads, its nested functions' included."""
+    names = set(code.co_names) | set(code.co_freevars)
+    for const in code.co_consts:
+        if hasattr(const, "co_names"):
+            names |= _code_names(const)
+    return names
+
+
+def _reaches(kernel, helper) -> bool:
+    """Whether ``kernel`` can call ``helper``: the objects its names resolve to (globals, closure
+    cells, attributes of modules it reads), device functions and plain functions followed into. The
+    objects, not their names: an alias (``brs = kernels.block_reduce_sum``) or a wrapper is found."""
+    target = getattr(helper, "py_func", helper)
+    seen: set = set()
+
+    def visit(value) -> bool:
+        function = getattr(value, "py_func", value)
+        if function is target:
+            return True
+        code = getattr(function, "__code__", None)
+        library = getattr(function, "__module__", "").split(".")[0] in ("numba", "numpy")
+        if code is None or library or id(function) in seen:
+            return False
+        seen.add(id(function))
+        names = _code_names(code)
+        namespace = getattr(function, "__globals__", {})
+        values = [namespace[n] for n in names if n in namespace]
+        values += [cell.cell_contents for cell in (function.__closure__ or ()) if _filled(cell)]
+        modules = _course_modules(values)
+        while modules:  # kernels.block_reduce_sum, ex.lesson.model_times: attributes of modules it reads
+            found = [getattr(module, n) for module in modules for n in names if hasattr(module, n)]
+            modules = [v for v in _course_modules(found) if v not in values]
+            values += found
+        return any(visit(v) for v in values if not isinstance(v, ModuleType))
+
+    return visit(kernel)
+
+
+def _course_modules(values) -> list:
+    """The course's own modules among values (where its helpers live)."""
+    return [v for v in values if isinstance(v, ModuleType) and v.__name__.split(".")[0] == "gpu_lessons"]
+
+
+def _filled(cell) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018 (an empty cell raises)
+    except ValueError:
+        return False
+    return True
+
+
 def check_reduce_sum(kernel) -> object:
     """``kernel[blocks, block](x, out)`` adds sum(x) into out[0] (out starts at zero), with exactly one
     atomic per block."""
@@ -218,7 +283,7 @@ def check_reduce_sum(kernel) -> object:
 
     def attempt():
         names = _names(kernel)
-        used = [helper for helper in HELPERS if helper in names]
+        used = [helper for helper in HELPERS if _reaches(kernel, getattr(k, helper))]
         if used:
             return report(name, False, f"your kernel calls kernels.{used[0]}: the exercise is to write the "
                           "block "
@@ -420,9 +485,9 @@ def _tolerance_hint(got, x, n: int, blocks: int, threads: int) -> str:
         return "return a number: the bound, in the units of the sum"
     depth = kernel_depth(n, blocks, threads)
     if depth * u >= 1:
-        return (f"here the depth is {depth:,}: d u >= 1, so there is no bound; return math.inf")
+        return "here d u >= 1, so there is no bound: return math.inf"
     if math.isinf(value):
-        return f"here d u = {depth * u:.3g} < 1: the bound is finite"
+        return "here d u < 1: the bound is finite"
     abs_sum = float(np.sum(np.abs(np.asarray(x, np.float64))))
     per_thread = max(1, -(-n // (blocks * threads)))
     levels = int(math.log2(threads))
@@ -439,6 +504,9 @@ def _tolerance_hint(got, x, n: int, blocks: int, threads: int) -> str:
             _gamma(depth - (per_thread - 1)) * abs_sum,
         "your depth is that of one chain over all n elements; this kernel splits them":
             _gamma(n - 1) * abs_sum,
+        "your depth is what a tree over the blocks' sums would add (levels, log2 of the blocks); the atomics "
+        "add them onto out[0] one after another":
+            _gamma(depth - (blocks - 1) + math.ceil(math.log2(blocks))) * abs_sum,
         "your depth is that of one tree over all n elements; this kernel's chains and atomics are longer":
             _gamma(math.ceil(math.log2(max(n, 2)))) * abs_sum,
     }
@@ -494,6 +562,9 @@ def check_predicted_time(predicted_us, result=None) -> object:
     name = "exercise 4 (predict a time)"
 
     def attempt():
+        if _reaches(predicted_us, lesson.model_times):
+            return report(name, False, "your function calls the lesson's model_times, which draws the fitted "
+                          "lines: the exercise is to write the model yourself, from t0 and BW")
         measured_result = result or lessons.load(lesson.NAME, live=False)
         fits = lesson.launch_model(measured_result, [PREDICT_VARIANT, "vec4", lesson.CUPY])
         fits = fits.set_index("variant")

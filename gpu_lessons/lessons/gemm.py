@@ -367,11 +367,25 @@ def lane_layouts(tile: codegen.Tile = steps.SEARCH_TILE_8X16) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("layout")
 
 
+TRACED_LAYOUTS: set = set()  # the warp layouts traced_shared_wavefronts has counted in this session
+
+
+def warp_layout(tile: codegen.Tile) -> tuple:
+    """What sets a warp's shared loads: its micro-tile, its lanes' layout and the padding."""
+    return tile.tm, tile.tn, tile.lanes_m, tile.interleave, tile.pad
+
+
 def traced_shared_wavefronts(tile: codegen.Tile, k_tiles: int = 1) -> dict:
     """One block of a tile run by the simulator's tracer over ``k_tiles`` k-tiles: per warp and
     k-step, the shared-load wavefronts of the lane addresses it recorded, counted by the pair rule
     (``lds128_wavefronts``) and by the tracer's own model (quarter-warps, no pairs). Slow for the
     big tiles (a 256-thread block runs as Python threads): tens of seconds."""
+    TRACED_LAYOUTS.add(warp_layout(tile))
+    return _count_shared_wavefronts(tile, k_tiles)
+
+
+def _count_shared_wavefronts(tile: codegen.Tile, k_tiles: int = 1) -> dict:
+    """``traced_shared_wavefronts`` for an exercise's check: the layout is not noted."""
     m, n, k = tile.bm, tile.bn, tile.bk * k_tiles
     a, b = np.ones((m, k), np.float32), np.ones((k, n), np.float32)
     c = np.zeros((m, n), np.float32)
@@ -1426,8 +1440,11 @@ def search_figure(result: LessonResult, drop=("128^3",)):
     labels = [f"{shape_label(s)} *" if s in noisy else shape_label(s) for s in fractions.columns]
     starred = [s for s in fractions.columns if s in noisy]
     note = "; ".join(f"{shape_label(s)}: {spread[s]:.2f}x" for s in starred)
+    left_out = [s for s in drop if s in autotune_table(result.table, "of_cublas").columns]
     xlabel = "matrix shape (M x N x K); framed: each shape's best median" + (
-        f"\n* noisy: a kernel's median over {NOISY_SPREAD}x its fastest run ({note})" if starred else "")
+        f"\n* noisy: a kernel's median over {NOISY_SPREAD}x its fastest run ({note})" if starred else "") + (
+        "\nleft out: " + ", ".join(f"{shape_label(s)} (a kernel's median {spread[s]:.2f}x its fastest run)"
+                                    for s in left_out) if left_out else "")
     figure = gemm_plots.search_heatmap(fractions, provenance=result.provenance, column_labels=labels,
                                        xlabel=xlabel)
     best = "; ".join(f"{shape_label(shape)}: {fractions[shape].idxmax()} ({fractions[shape].max():.0%})"

@@ -1133,5 +1133,7 @@ def figures(result: LessonResult, roof: dict) -> dict:
     if "waves" in result.facts:
         out["vec4_waves"] = figs.waves(waves_table(result), ceiling=ceiling, provenance=provenance)
     if "trees" in result.facts:
-        out["trees_without_atomics"] = figs.tree_costs(divergence_model(result), provenance=provenance)
+        model = divergence_model(result)  # the lesson's claim: the tiles setting (repeat: deep dive)
+        out["trees_without_atomics"] = figs.tree_costs(model[model["setting"] == "tiles"],
+                                                       provenance=provenance)
     return out

@@ -272,22 +272,21 @@ def waves(table: pd.DataFrame, ceiling: float | None = None, provenance: str | N
 
 
 def tree_costs(model: pd.DataFrame, provenance: str | None = None) -> Figure:
-    """The trees without atomics: SM cycles per tree over the same frame without a tree (bars), per
-    setting and blocks per SM, with two models' predictions (markers): the executed paths counted
-    from the source, and the wavefronts on the critical path. ``model``: divergence_model()."""
+    """The trees without atomics: SM cycles per tree beyond the same kernel without a tree (bars), per
+    setting and blocks per SM, with the notes' rule (the executed paths counted from the source,
+    anchored on sequential) as a marker. ``model``: divergence_model(), the rows to draw."""
     groups = list(dict.fromkeys(zip(model["setting"], model["blocks_per_sm"], strict=True)))
     kinds = list(dict.fromkeys(model["kind"]))
     fig, ax = new_axes(None)
-    fig.set_size_inches(9, 5.4)
+    fig.set_size_inches(9, 5)
     width = 0.8 / len(kinds)
     for i, kind in enumerate(kinds):
         part = model[model["kind"] == kind].set_index(["setting", "blocks_per_sm"]).reindex(groups)
         x = np.arange(len(groups)) + (i - (len(kinds) - 1) / 2) * width
         ax.bar(x, part["extra_cycles"], width=width * 0.92, color=PALETTE[i], label=f"{kind}: measured")
         ax.scatter(x, part["paths_model_cycles"], marker="_", s=260, linewidths=2.2, color="black", zorder=3,
-                   label="model: executed paths, counted in the source" if i == 0 else None)
-        ax.scatter(x, part["critical_path_model_cycles"], marker="x", s=36, color="black", zorder=3,
-                   label="model: wavefronts on the critical path" if i == 0 else None)
+                   label="the notes' rule: cost in proportion to the add's warp instructions" if i == 0
+                   else None)
         for xi, value in zip(x, part["extra_cycles"], strict=True):
             if np.isfinite(value):
                 ax.annotate(f"{value:,.0f}", xy=(xi, value), xytext=(0, 3), textcoords="offset points",
@@ -295,17 +294,16 @@ def tree_costs(model: pd.DataFrame, provenance: str | None = None) -> Figure:
     ax.set_xticks(np.arange(len(groups)), [f"{s}, {b} block{'s' if b > 1 else ''}/SM" for s, b in groups])
     ax.axhline(0, color=STYLE["ceiling_color"], linewidth=0.8)
     finish(fig, ax, "Trees without atomics: what the tree itself costs",
-           "tiles: 256-element tiles streamed from DRAM; repeat: one tile reduced 1,024 times",
-           "SM cycles per tree (beyond the frame without a tree)", provenance)
+           "256-element tiles streamed from DRAM; the rule anchored on sequential",
+           "SM cycles per tree (minus the kernel without it)", provenance)
     ax.legend(fontsize=STYLE["legend_size"], frameon=False, loc="upper center", ncols=2,
               bbox_to_anchor=(0.5, -0.16))
-    costs = ", ".join(f"{r.kind} {r.extra_cycles:,.0f}" for r in model.itertuples()
-                      if (r.setting, r.blocks_per_sm) == groups[-1])
+    costs = ", ".join(f"{r.kind} {r.extra_cycles:,.0f} (rule {r.paths_model_cycles:,.0f})"
+                      for r in model.itertuples() if (r.setting, r.blocks_per_sm) == groups[-1])
     return with_alt(fig, "Grouped bars of the SM cycles each shared-memory tree adds per 256-element "
                     "tile, for interleaved (divergent), strided-index (bank conflicts) and sequential "
-                    "addressing, in two settings and two occupancies, with markers for the executed-paths "
-                    f"model and the critical-path wavefront model. In {groups[-1][0]} at {groups[-1][1]} "
-                    f"blocks per SM: {costs}.")
+                    "addressing, at each occupancy, with a marker for what the notes' executed-paths rule "
+                    f"predicts. At {groups[-1][1]} blocks per SM: {costs}.")
 
 
 def float_errors(frame: pd.DataFrame, provenance: str | None = None,
@@ -337,6 +335,8 @@ def float_errors(frame: pd.DataFrame, provenance: str | None = None,
             if row["bound"] == "derived":
                 ax.plot([row["relative_bound"]] * 2, [yi - height / 2, yi + height / 2], color="black",
                         linewidth=1.4)
+                ax.plot([shown[name], row["relative_bound"]], [yi, yi], color=PALETTE[j], linewidth=0.8,
+                        linestyle=":")  # from the bar to its own bound
                 right = max(right, row["relative_bound"])
                 note = f"error = {row['error_over_bound']:.1e} of the bound"
             elif row["bound"].startswith("none"):
