@@ -2,6 +2,7 @@
 plausible wrong answers fail."""
 
 import dataclasses
+import importlib.util
 import math
 
 from numba import cuda, float32
@@ -130,6 +131,14 @@ def _calculator_imported(threads, registers, shared, calculator=occupancy_functi
     return o.blocks_per_sm, o.limiter
 
 
+def _calculator_reloaded(threads, registers, shared):  # a fresh copy of the calculator's module (review l12)
+    spec = importlib.util.spec_from_file_location("gpu_lessons._occupancy_again", occupancy.__file__)
+    again = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(again)
+    o = again.occupancy(threads, registers, shared, again.recorded_limits(), opt_in=True)
+    return o.blocks_per_sm, o.limiter
+
+
 def _by_hand(threads, registers, shared, unit=256, reserved=1024, block_limit=32):
     warps = -(-threads // 32)
     per_warp = -(-registers * 32 // unit) * unit
@@ -203,6 +212,7 @@ WRONG_ANSWERS = [
     (ex.check_predict_bandwidth, lambda result, warps, loads, width: lesson.copy_ceiling(result)),
     (ex.check_occupancy_by_hand, _calculator),
     (ex.check_occupancy_by_hand, _calculator_imported),
+    (ex.check_occupancy_by_hand, _calculator_reloaded),
     (ex.check_occupancy_by_hand, _no_allocation_unit),
     (ex.check_occupancy_by_hand, _no_reservation),
     (ex.check_occupancy_by_hand, _no_block_limit),

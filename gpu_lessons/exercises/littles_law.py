@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+import sys
 
 import numpy as np
 from numba import cuda
@@ -146,13 +147,24 @@ def _calculator_off(*args, **kwargs):  # runs with the occupancy module's global
 
 @contextlib.contextmanager
 def calculator_off():
-    """Every reference to ``occupancy.occupancy`` raises RuntimeError inside the block."""
-    original = occ.occupancy.__code__
-    occ.occupancy.__code__ = _calculator_off.__code__
+    """Every reference to ``occupancy.occupancy`` raises RuntimeError inside the block; yields a list that
+    is non-empty after the block if any code of the occupancy module ran in it anyway (a reloaded or
+    re-imported calculator)."""
+    function = occ.occupancy
+    original = function.__code__
+    function.__code__ = _calculator_off.__code__
+    ran, previous = [], sys.getprofile()
+
+    def watch(frame, event, arg):
+        if event == "call" and frame.f_code.co_filename == occ.__file__:
+            ran.append(frame.f_code.co_name)
+
+    sys.setprofile(watch)
     try:
-        yield
+        yield ran
     finally:
-        occ.occupancy.__code__ = original
+        sys.setprofile(previous)
+        function.__code__ = original
 
 
 def occupancy_shapes(rng, count: int = OCCUPANCY_RANDOM, limits=None) -> list[tuple[int, int, int]]:
@@ -182,8 +194,11 @@ def check_occupancy_by_hand(blocks_per_sm) -> object:
         limits = occ.recorded_limits()  # the prompt's limits (the H200's), not this machine's GPU's
         shapes = occupancy_shapes(np.random.default_rng(), limits=limits)
         expected = [lesson.calculated_occupancy(*shape, limits, opt_in=True) for shape in shapes]
-        with calculator_off():
+        with calculator_off() as ran:
             given = [blocks_per_sm(*shape) for shape in shapes]
+        if ran:
+            return report(name, False, "the occupancy calculator ran while this check ran (a reloaded or "
+                          "re-imported occupancy module too): work the steps out in your own code")
         for shape, right, answer in zip(shapes, expected, given, strict=True):
             shown = describe_occupancy_shape(shape)
             if not isinstance(answer, tuple | list) or len(answer) != 2:
