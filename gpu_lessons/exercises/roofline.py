@@ -150,9 +150,9 @@ def check_fma4_kernel(kernel) -> object:
         with fma.counted() as calls:
             moved = _traced_bytes(kernel) / TRAFFIC_N
         if calls[0] != EXERCISE_FMAS * TRAFFIC_N:
-            return report(name, False, f"the values are right, but the simulator saw {calls[0] / TRAFFIC_N:g} "
-                          "cuda.fma calls per element: do the FLOPs, one cuda.fma per step of the chain, "
-                          "not a closed form of it")
+            return report(name, False, f"the values are right, but the simulator saw "
+                          f"{calls[0] / TRAFFIC_N:g} cuda.fma calls per element: do the FLOPs, one cuda.fma "
+                          "per step of the chain, not a closed form of it")
         if moved != 8:
             return report(name, False, f"the values are right, but the traffic counter sees {moved:g} bytes "
                           "per element, not 8: keep v in a register (read x[i] once, write y[i] once)")
