@@ -2,6 +2,7 @@
 plausible wrong answers fail."""
 
 import dataclasses
+import importlib.util
 import math
 
 from numba import cuda, float32
@@ -91,8 +92,26 @@ def _no_lanes(result, warps, loads, width):  # a warp's load counted once, not 3
     return _littles_law(result, warps, loads, width, _under_load(result, warps, loads, width), lanes=1)
 
 
-def _named_latency(result, warps, loads, width):  # 783 ns: the latency the lesson names for its 8 KiB copy
+def _named_latency(result, warps, loads, width):  # copy w4 u1 at 64 warps/SM's latency (783 ns on the H200)
+    implied = lesson.implied_latencies(result)
+    named = implied[(implied["variant"] == "copy w4 u1") & (implied["warps_per_sm"] == 64)]
+    return _littles_law(result, warps, loads, width, float(named["implied_latency_ns"].iloc[0]))
+
+
+def _h200_number(result, warps, loads, width):  # 783 ns, the H200's number, on whatever GPU is asked about
     return _littles_law(result, warps, loads, width, 783.4)
+
+
+def _held_out_gbps(result, warps, loads, width):  # the H200's own measurement, read from the full recording
+    full = lesson.memory_points(ex.read_result(lesson.NAME))
+    own = full[(full["warps_per_sm"] == warps) & (full["width"] == width) & (full["unroll"] == loads)]
+    return float(own["gbps"].iloc[0])
+
+
+def _held_out_latency(result, warps, loads, width):  # the H200's own implied latency, with result's SMs
+    full = lesson.implied_latencies(ex.read_result(lesson.NAME))
+    own = full[(full["warps_per_sm"] == warps) & (full["width"] == width) & (full["unroll"] == loads)]
+    return _littles_law(result, warps, loads, width, float(own["implied_latency_ns"].iloc[0]))
 
 
 @cuda.jit
@@ -127,6 +146,14 @@ def _calculator(threads, registers, shared):  # the whole answer, one call (issu
 
 def _calculator_imported(threads, registers, shared, calculator=occupancy_function):  # bound before the check
     o = calculator(threads, registers, shared, occupancy.recorded_limits(), opt_in=True)
+    return o.blocks_per_sm, o.limiter
+
+
+def _calculator_reloaded(threads, registers, shared):  # a fresh copy of the calculator's module (review l12)
+    spec = importlib.util.spec_from_file_location("gpu_lessons._occupancy_again", occupancy.__file__)
+    again = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(again)
+    o = again.occupancy(threads, registers, shared, again.recorded_limits(), opt_in=True)
     return o.blocks_per_sm, o.limiter
 
 
@@ -198,11 +225,15 @@ WRONG_ANSWERS = [
     (ex.check_predict_bandwidth, _no_ceiling),
     (ex.check_predict_bandwidth, _no_writes),
     (ex.check_predict_bandwidth, _no_lanes),
+    (ex.check_predict_bandwidth, _held_out_gbps),  # review l12: the held-out rows read from the recording
+    (ex.check_predict_bandwidth, _held_out_latency),
+    (ex.check_predict_bandwidth, _h200_number),
     (ex.check_predict_bandwidth, lambda result, warps, loads, width: 923.0),  # one number for every shape
     # the ceiling for every shape
     (ex.check_predict_bandwidth, lambda result, warps, loads, width: lesson.copy_ceiling(result)),
     (ex.check_occupancy_by_hand, _calculator),
     (ex.check_occupancy_by_hand, _calculator_imported),
+    (ex.check_occupancy_by_hand, _calculator_reloaded),
     (ex.check_occupancy_by_hand, _no_allocation_unit),
     (ex.check_occupancy_by_hand, _no_reservation),
     (ex.check_occupancy_by_hand, _no_block_limit),
@@ -277,5 +308,6 @@ def test_exercise_1_messages_print_no_measurement():
 
 
 def test_exercise_1_the_lessons_latency_under_load_passes():
-    """The lesson says: plan with the latency under load; 783 ns, the one it names, passes (issue 26)."""
+    """The lesson says: plan with the latency under load; the one it names (its ringed 8 KiB copy's), read
+    from the GPU asked about, passes (issue 26)."""
     assert ex.check_predict_bandwidth(_named_latency).passed

@@ -3,6 +3,7 @@
 import math
 import re
 
+from numba import float32
 from test_exercises import exercise_tests
 
 from gpu_lessons.exercises import roofline as ex
@@ -74,6 +75,18 @@ def through_memory(x, y, a, b):  # right values, but y is re-read and re-written
         y[i] = x[i]
         for _ in range(4):
             y[i] = cuda.fma(y[i], a, b)
+@cuda.jit
+def closed_form(x, y, a, b):  # the right values from one FMA: the chain folded by hand (2 FLOPs, not 8)
+    i = cuda.grid(1)
+    if i < x.size:
+        a2 = a * a
+        y[i] = cuda.fma(x[i], a2 * a2, b * (a2 * a + a2 + a + float32(1)))
+
+
+def floor_plus_one(share, bw, peak):  # one too many where the ratio is a whole number
+    return math.floor(4 * share * peak / bw) + 1
+
+
 WRONG_ANSWERS = [
     (ex.check_saxpy_intensity, lambda: 2 / 16),  # the triad's intensity, not SAXPY's
     (ex.check_saxpy_intensity, lambda: 2 / 8),  # counts only the reads
@@ -81,7 +94,9 @@ WRONG_ANSWERS = [
     (ex.check_fmas_for_share, lambda share, bw, peak: math.ceil(share * peak / bw)),  # k taken for I
     (ex.check_fmas_for_share, lambda share, bw, peak: math.ceil(4 * peak / bw)),  # the ridge, any share
     (ex.check_fmas_for_share, lambda share, bw, peak: 1 / 0),  # an error is feedback, not a crash
+    (ex.check_fmas_for_share, floor_plus_one),
     (ex.check_fma4_kernel, through_memory),
+    (ex.check_fma4_kernel, closed_form),
     (ex.check_fma4_kernel, three_fmas),
     (ex.check_fma4_kernel, swapped_operands),
     (ex.check_predicted_time, summed_times),

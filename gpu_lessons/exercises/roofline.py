@@ -19,7 +19,7 @@ from numba import cuda
 from .. import lessons
 from ..kernels import roofline as k
 from ..lessons import roofline as lesson
-from ..sim import trace
+from ..sim import fma, trace
 from . import guarded, report
 
 # ----------------------------------------------------------------------------- exercise 1
@@ -82,6 +82,7 @@ def check_fmas_for_share(fmas_for_share) -> object:
     def attempt():
         rng = np.random.default_rng()
         cases = [(share, 4270.0, 64304.0) for share in SHARES]  # the H200's measured roof
+        cases.append((0.5, 4000.0, 64000.0))  # a whole-number ratio: the roof meets the share exactly
         cases += [(float(rng.uniform(0.1, 1.0)), float(rng.uniform(200, 8000)), float(rng.uniform(2e3, 1e5)))
                   for _ in range(50)]
         for share, bandwidth, peak in cases:
@@ -146,7 +147,12 @@ def check_fma4_kernel(kernel) -> object:
             return report(name, False, f"y[{worst}] = {y[worst]:.6f} is not what four chained FMAs give: "
                           "y must be four chained v = cuda.fma(v, a, b) starting from x[i] (count them, keep "
                           "the operands in that order)")
-        moved = _traced_bytes(kernel) / TRAFFIC_N
+        with fma.counted() as calls:
+            moved = _traced_bytes(kernel) / TRAFFIC_N
+        if calls[0] != EXERCISE_FMAS * TRAFFIC_N:
+            return report(name, False, f"the values are right, but the simulator saw "
+                          f"{calls[0] / TRAFFIC_N:g} cuda.fma calls per element: do the FLOPs, one cuda.fma "
+                          "per step of the chain, not a closed form of it")
         if moved != 8:
             return report(name, False, f"the values are right, but the traffic counter sees {moved:g} bytes "
                           "per element, not 8: keep v in a register (read x[i] once, write y[i] once)")
