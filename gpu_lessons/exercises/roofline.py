@@ -6,7 +6,7 @@
 3. A kernel of given intensity: finish a kernel doing 4 FMAs per element, checked against NumPy
    on a size that is not a multiple of the block.
 4. Predict a time from the model: fma_intensity's time from the ceilings, checked against the H200's
-   recorded times at two k the lesson does not print, and against the model on made-up GPUs.
+   recorded times at two k whose times the lesson does not print, and against the model on made-up GPUs.
 """
 
 from __future__ import annotations
@@ -192,8 +192,9 @@ MODEL_TOLERANCE = 0.01
 
 def check_predicted_time(predicted_ms) -> object:
     """``predicted_ms(elements, fmas_per_element, bandwidth_gbps, peak_gflops)``: the roofline's time
-    for fma_intensity. Held to the recorded H200 times at two k the lesson does not print, and to the
-    model itself on made-up sizes, k and ceilings (no time can be copied from the lesson)."""
+    for fma_intensity. Held to the recorded H200 times at two k whose times the lesson does not print
+    (it plots them), and to the model itself on made-up sizes, k and ceilings (no time can be copied
+    from the lesson)."""
     name = "exercise 4 (predict a time)"
 
     def attempt():

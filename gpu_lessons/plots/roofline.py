@@ -59,22 +59,24 @@ KIND_LABELS = {"model": "a count on paper", "traced": "counted by the simulator'
 
 
 def bytes_per_fma(levels: pd.DataFrame, provenance: str | None = None, ax=None) -> Figure:
-    """Naive GEMM's bytes per FMA, counted four ways (log scale), coloured by where each comes from."""
+    """Naive GEMM's bytes per FMA, counted four ways: dots on a log scale (a bar would start at an
+    arbitrary value), coloured by where each comes from."""
     fig, ax = new_axes(ax)
     y = np.arange(len(levels))[::-1]
     for kind, color in KIND_COLORS.items():
         mine = (levels["kind"] == kind).to_numpy()
-        ax.barh(y[mine], levels["bytes_per_fma"][mine], color=color, label=KIND_LABELS[kind])
+        ax.scatter(levels["bytes_per_fma"][mine], y[mine], s=70, color=color, label=KIND_LABELS[kind], zorder=3)
     for yi, value in zip(y, levels["bytes_per_fma"], strict=True):
         ax.annotate(f"{value:.3g} B", (value, yi), xytext=(6, 0), textcoords="offset points", va="center",
                     fontsize=STYLE["note_size"])
     ax.set_xscale("log")
     ax.set_yticks(y, levels["level"])
-    ax.set_xlim(right=ax.get_xlim()[1] * 4)
+    ax.set_ylim(y.min() - 0.6, y.max() + 0.6)
+    ax.set_xlim(levels["bytes_per_fma"].min() / 3, levels["bytes_per_fma"].max() * 6)
     finish(fig, ax, "Naive GEMM: bytes per FMA, counted four ways", "Bytes per FMA (log scale)", "",
            provenance, legend_loc="lower right")
     described = "; ".join(f"{row.level}: {row.bytes_per_fma:.3g}" for row in levels.itertuples())
-    return with_alt(fig, f"Bars of naive GEMM's bytes per FMA on a log scale. {described}.")
+    return with_alt(fig, f"Dots of naive GEMM's bytes per FMA on a log scale. {described}.")
 
 
 def model_roof(bandwidth_gbps: float, peak_gflops: float, marks: dict[str, float], source: str,
