@@ -348,7 +348,7 @@ WARP_STATES = (  # (column of lessons.littles_law.warp_states, label, colour)
     ("stalled_wait", "waiting on a fixed latency (wait)", PALETTE[4]),
     ("stalled_dispatch_stall", "dispatch stall", PALETTE[0]),
     ("other", "other stall reasons", PALETTE[3]),
-    ("unaccounted", "reasons not recorded", "#d0d0d0"),
+    ("unaccounted", "no recorded reason", "#d0d0d0"),
 )
 
 
@@ -372,16 +372,20 @@ def warp_states(states: pd.DataFrame, provenance: str | None = None, ax: Axes | 
     parts["unaccounted"] = (rows["resident_per_scheduler"] - parts.sum(axis=1)).clip(lower=0.0)
     positions = np.arange(len(rows))[::-1]  # the first case on top
     left = np.zeros(len(rows))
+    rest = float((parts["unaccounted"] / rows["resident_per_scheduler"]).max())
     for column, label, color in WARP_STATES:
+        if column == "unaccounted":
+            label = f"{label}: at most {rest:.0%} of a bar"
         ax.barh(positions, parts[column], left=left, color=color, height=0.6, label=label)
         left += parts[column].to_numpy()
     theoretical = rows["theoretical_warps_per_sm"] / 4 if "theoretical_warps_per_sm" in rows else None
     for i, (y, resident) in enumerate(zip(positions, rows["resident_per_scheduler"], strict=True)):
         text = f"{resident:.2f}"
         end = resident
+        if theoretical is not None:
+            text += f" of {theoretical.iloc[i]:g}"
         if theoretical is not None and theoretical.iloc[i] - resident > 0.05:
             ax.plot([theoretical.iloc[i]] * 2, [y - 0.36, y + 0.36], color=STYLE["roof_color"], linewidth=1.4)
-            text += f" of {theoretical.iloc[i]:g}"
             end = theoretical.iloc[i]
         ax.annotate(text, xy=(end, y), xytext=(5, 0), textcoords="offset points", va="center",
                     fontsize=STYLE["note_size"] - 0.5)
@@ -403,7 +407,8 @@ def warp_states(states: pd.DataFrame, provenance: str | None = None, ax: Axes | 
     return with_alt(fig, f"Stacked bars for {len(rows)} profiled kernels: the warps one scheduler holds per "
                     f"cycle ({resident.min():.2f} to {resident.max():.2f}) split into issuing, eligible but "
                     "not selected, waiting on memory (long scoreboard), waiting to issue a load, waiting "
-                    "on a fixed latency, dispatch stalls and other; waiting on memory takes up to "
+                    "on a fixed latency, dispatch stalls and other, and in grey the rest, which no recorded "
+                    "reason accounts for; waiting on memory takes up to "
                     f"{waiting.max():.0%} of them.")
 
 

@@ -65,7 +65,8 @@ def bytes_per_fma(levels: pd.DataFrame, provenance: str | None = None, ax=None) 
     y = np.arange(len(levels))[::-1]
     for kind, color in KIND_COLORS.items():
         mine = (levels["kind"] == kind).to_numpy()
-        ax.scatter(levels["bytes_per_fma"][mine], y[mine], s=70, color=color, label=KIND_LABELS[kind], zorder=3)
+        ax.scatter(levels["bytes_per_fma"][mine], y[mine], s=70, color=color, label=KIND_LABELS[kind],
+                   zorder=3)
     for yi, value in zip(y, levels["bytes_per_fma"], strict=True):
         ax.annotate(f"{value:.3g} B", (value, yi), xytext=(6, 0), textcoords="offset points", va="center",
                     fontsize=STYLE["note_size"])
