@@ -203,6 +203,20 @@ def _copy2_writes_nan(x, out):  # every output written, the second half of each 
         out[i1] = math.nan
 
 
+@cuda.jit
+def _copy2_dependent_address(x, out):  # review l12: the second address computed from the first load's value
+    step = cuda.blockDim.x
+    i0 = cuda.blockIdx.x * 2 * step + cuda.threadIdx.x
+    i1 = i0 + step
+    if i0 < x.size:
+        a = x[i0]
+        j = i1 + (0 if a == a else 1)
+        if j < x.size:
+            b = x[j]
+            out[j] = b
+        out[i0] = a
+
+
 def _predicted_column(points, warps, share):  # the model's share read instead of the measured one
     rows = points[(points["warps_per_sm"] == warps) & (points["predicted_fraction"] >= share)]
     return int(rows["chains"].min()) if len(rows) else None
@@ -241,6 +255,7 @@ WRONG_ANSWERS = [
     (ex.check_copy2_kernel, _copy2_store_between),
     (ex.check_copy2_kernel, _copy2_neighbours),
     (ex.check_copy2_kernel, _copy2_off_by_one),
+    (ex.check_copy2_kernel, _copy2_dependent_address),
     # the model: one warp per scheduler assumed; the 4 schedulers forgotten
     (ex.check_chains_for_peak, (lambda latency, warps: math.ceil(latency), ex.solution_chains_measured)),
     (ex.check_chains_for_peak, (lambda latency, warps: math.ceil(latency / warps),

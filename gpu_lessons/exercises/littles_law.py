@@ -12,8 +12,9 @@
    (the calculator agrees with the driver: see the deep dive), which is switched off while the
    learner's function runs.
 3. Two loads in flight per thread: a copy unrolled as the notes unroll ``c = a*b + c``, checked
-   against NumPy and the simulator's traffic counter (two loads per thread, counted per execution,
-   both before the stores, each a warp's 32 consecutive floats).
+   against NumPy (also on NaN and infinities, which an address computed from a loaded value gets wrong)
+   and the simulator's traffic counter (two loads per thread, counted per execution, both before the
+   stores, each a warp's 32 consecutive floats).
 4. How many independent FMA chains reach the peak at 16 warps per SM: the model's answer from the
    recorded FMA latency, and the measured answer read from the recording (90% of the peak); the lesson
    works the same question at 8 warps per SM.
@@ -283,6 +284,10 @@ def check_copy2_kernel(kernel) -> object:
                 worst = int(np.flatnonzero(out != x)[0])
                 return report(name, False, f"n = {n}: out[{worst}] = {out[worst]} is not x[{worst}] (which "
                               "element does each thread load, and which does it store?)")
+        if not copies_any_value(kernel, COPY2_SIZES[0]):
+            return report(name, False, "with NaN and infinities in x, out is not x bit for bit: a copy moves "
+                          "values without looking at them (a second address computed from the first load's "
+                          "value would also make that load wait for the first: one request in flight)")
         counts = trace.trace(kernel, 1, COPY2_BLOCK, x[:2 * COPY2_BLOCK].copy(), out[:2 * COPY2_BLOCK].copy())
         table = counts.by_instruction
         loads = table[(table["op"] == "ld") & (table["array"] == "x")]
@@ -308,6 +313,16 @@ def check_copy2_kernel(kernel) -> object:
                       "both before its first store: each warp has two requests in flight")
 
     return guarded(name, attempt)
+
+
+def copies_any_value(kernel, n: int) -> bool:
+    """Whether ``kernel`` copies n elements holding NaN and infinities bit for bit (an address that
+    depends on a loaded value goes wrong on them)."""
+    x = np.random.default_rng().standard_normal(n, dtype=np.float32)
+    x[::3], x[1::7], x[2::11] = np.nan, np.inf, -np.inf
+    out = np.full(n, UNWRITTEN, np.float32)
+    kernel[-(-n // (2 * COPY2_BLOCK)), COPY2_BLOCK](x, out)
+    return np.array_equal(out.view(np.uint32), x.view(np.uint32))
 
 
 def _copy2(x, out):
