@@ -44,7 +44,7 @@ from . import guarded, report
 # without these two rows (their own implied latency is not there to read): the H200's, as if made on a
 # GPU of MADE_UP_SMS SMs like the H200's whose memory takes MADE_UP_SLOWER times as long for everything
 # (latencies x slower, GB/s x SM ratio / slower). Little's Law's ratios do not change: the latency
-# copies at the same load see predicts both within it (-2%, +0%; the lesson's copy at 8 KiB, -2%); the
+# copies at the same load see predicts both within it (-3%, +1%; the lesson's copy at 8 KiB, -2%); the
 # light copies' latency misses the first by -27%, the chase's cycles taken as ns by -15%, the most a copy
 # below the knee saw by +28%; the datasheet's bandwidth as the cap misses the second by -15%. Any number
 # read from the H200's own recording is off by the SM ratio or the slowdown (each over 20%).
@@ -153,7 +153,8 @@ def solution_predict_bandwidth(result, warps_per_sm, loads_per_thread, bytes_per
     in_flight = warps_per_sm * 32 * loads_per_thread * bytes_per_load  # read bytes per SM
     same_load = implied[implied["bytes_in_flight_per_sm"] == in_flight]
     latency_ns = same_load["implied_latency_ns"].median()  # the latency copies at this load see
-    # bytes/ns = GB/s; x2: the writes; no copy beats the measured ceiling
+    # bytes/ns = GB/s; x2: the writes; no copy beats the measured ceiling (a guard: it does not bind for
+    # the two copies asked about, whose neighbours at the same load already imply less)
     return min(lesson.copy_ceiling(result), 2 * in_flight * int(result.meta["sms"]) / latency_ns)
 
 
