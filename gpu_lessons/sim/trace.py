@@ -51,7 +51,7 @@ from .warp_request import accesses_frame, sites_frame
 from .wgmma import wgmma_log
 
 __all__ = ["METRICS", "MemoryTrace", "TraceError", "is_tracing", "note_vector_access",
-           "register_python_twin", "trace"]
+           "register_python_twin", "simulate", "trace"]
 
 ALLOCATION_ALIGNMENT = 256  # cudaMalloc's guarantee; every root allocation is modelled as aligned
 
@@ -223,6 +223,22 @@ def _simulated_kernel(kernel) -> FakeCUDAKernel:
     if function is None:
         raise TraceError(f"trace() needs a @cuda.jit kernel or a function, not {type(kernel).__name__}")
     return FakeCUDAKernel(function, device=False)
+
+
+def simulate(kernel, grid, block, *args, dynamic_shared_bytes: int = 0) -> None:
+    """Run ``kernel[grid, block](*args)`` once on the simulator, in any mode, counting nothing: for
+    checks that need what only the simulator shows (a race between its threads, an index past the end,
+    which a GPU runs through silently). NumPy arguments are copied in and back out, as in a launch."""
+    gpu_mode = choose_mode() == "gpu"
+    if gpu_mode:
+        from . import install  # sim/__init__ imports this module: a cycle at the top
+
+        install()
+    simulated = _simulated_kernel(kernel)
+    with ExitStack() as stack:
+        if gpu_mode:
+            stack.enter_context(_python_device_functions(simulated.py_func))
+        simulated[_dims(grid), _dims(block), 0, dynamic_shared_bytes](*args)
 
 
 def trace(kernel, grid, block, *args, dynamic_shared_bytes: int = 0,
