@@ -62,14 +62,17 @@ def test_measure_times_the_kernel_not_python():
         out[0] = v
 
     out = cuda.to_device(np.ones(1, np.float32))
-    # 15 runs each: the fastest of them is the kernel alone even when other processes share the GPU
-    one = bench.measure(lambda k: chain[1, 1](out, 1 << 20), runs=15)
-    two = bench.measure(lambda k: chain[1, 1](out, 1 << 21), runs=15)
+    # Twice the chain takes about twice as long; launch overhead timed instead would make it about 1.
+    # Other processes sharing the GPU (the notebooks measuring beside this test under pytest-xdist)
+    # stretch a one-thread kernel by time slices (2.34 and 1.50 seen on the fastest of 15 runs, with
+    # the chain at 7x its time alone): up to five tries, for one quiet enough to show the ratio.
+    for _ in range(5):
+        one = bench.measure(lambda k: chain[1, 1](out, 1 << 20), runs=15)
+        two = bench.measure(lambda k: chain[1, 1](out, 1 << 21), runs=15)
+        if 1.7 < two.min_ms / one.min_ms < 3.0:
+            break
     assert one.runs == two.runs == 15
     assert 0.2 < one.median_ms < 50, one  # about 2 ms at 1.98 GHz
-    # Twice the chain takes about twice as long; launch overhead timed instead would make it about 1.
-    # Fastest runs, with room above 2: other processes sharing the GPU (the notebooks measuring beside
-    # this test under pytest-xdist) stretch a one-thread kernel, and 2.34 was seen there.
     assert 1.7 < two.min_ms / one.min_ms < 3.0, (one, two)
 
 
