@@ -13,8 +13,9 @@
    both global accesses coalesced (no more sectors a request than 32 consecutive floats touch),
    every shared word inside the first 1,024, and the bank conflicts zero.
 3. A float64 tile read by column: the wavefronts of the read for any padding (float64 elements per
-   row), which the float32 rule of thumb ("pad by one") does not give: 8-byte accesses go by
-   half-warps, and paddings 2, 4, 6 ... leave conflicts.
+   row), which the rule of thumb ("pad by one") does not give: 8-byte accesses go by half-warps, and
+   paddings 2, 4, 6 ... leave conflicts. (For a column read, section 1's gcd rule applied to the
+   stride in words gives the same counts as the half-warp model, at every padding: a right answer.)
 """
 
 from __future__ import annotations
