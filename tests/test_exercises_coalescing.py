@@ -297,6 +297,18 @@ def test_the_feedback_says_what_is_wrong():
     assert "did not launch" in ex.check_scale_vec4(scale_in_numpy, ex.solution_scale_vec4_kernel).message
 
 
+def test_a_launch_on_device_arrays_passes():  # x copied to the GPU first is still x
+    def scale_on_device(x, a):
+        if x.ctypes.data % 16:
+            raise ValueError("misaligned")
+        d_x, d_out = cuda.to_device(x), cuda.device_array_like(x)
+        threads = ex.vec4_threads(x.size)
+        ex.solution_scale_vec4_kernel[max(1, -(-threads // 256)), 256](d_x, d_out, np.float32(a))
+        return d_out.copy_to_host()
+
+    assert ex.check_scale_vec4(scale_on_device, ex.solution_scale_vec4_kernel).passed
+
+
 def test_the_hints_fit_the_mistake_and_name_only_the_idea():  # review l34, D1-D4
     assert "not from the host" not in (message := ex.check_scale_vec4(
         scale_with(scale_tail_off_by_one), scale_tail_off_by_one).message) and "leftover" in message

@@ -205,6 +205,13 @@ def aligned_floats(n: int, rng=None) -> np.ndarray:
 TRACED_LENGTHS = (1, 6, 263)  # 263 = 65 groups of 4 + a tail of 3; none of them printed by the lesson
 
 
+def _host_copy(value):
+    """A NumPy copy of an array argument (host or device), any other argument as it is."""
+    if hasattr(value, "copy_to_host"):
+        return value.copy_to_host()
+    return np.array(value) if isinstance(value, np.ndarray) else value
+
+
 class _TracedLaunches:
     """While active, every launch of one kernel (however the host function names it) runs under the
     tracer; ``runs`` keeps (trace, the arguments as they were right after the launch, as they were
@@ -231,13 +238,13 @@ class _TracedLaunches:
         self._restore()
 
     def _launch(self, config, args):
-        given = [np.array(a) if isinstance(a, np.ndarray) else a for a in args]
+        given = [_host_copy(a) for a in args]
         self._inside = True
         try:
             counts = trace.trace(self.kernel, config[0], config[1], *args)
         finally:
             self._inside = False
-        self.runs.append((counts, [np.array(a) if isinstance(a, np.ndarray) else a for a in args], given))
+        self.runs.append((counts, [_host_copy(a) for a in args], given))
 
 
 def _elements(counts, array: str, op: str = "st") -> np.ndarray:
