@@ -34,6 +34,29 @@ def cell_21_copied(row_words, sms, tiles, intercept_ns, ns_per_wavefront):
     return tiles / sms * (64 * intercept_ns + wavefronts * ns_per_wavefront) / 1e3
 
 
+def course_pipe(row_words, sms, tiles, intercept_ns, ns_per_wavefront):
+    """The course's own model answers for the learner (review l34, C6)."""
+    return ex.model_pipe_us(row_words, sms, tiles, intercept_ns, ns_per_wavefront)
+
+
+@cuda.jit
+def _relay_through_rows(a, out):  # review l34, C1: the transpose in an uncoalesced global read, no swizzle
+    tile = cuda.shared.array((32, 32), numba.float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    rows, cols = a.shape
+    row = cuda.blockIdx.y * 32 + tx
+    for step in range(0, 32, cuda.blockDim.y):
+        col = cuda.blockIdx.x * 32 + ty + step
+        if row < rows and col < cols:
+            tile[ty + step, tx] = a[row, col]
+    cuda.syncthreads()
+    for step in range(0, 32, cuda.blockDim.y):
+        r = (ty + step + 1) % 32  # another thread's row: every element changes threads
+        out_row, out_col = cuda.blockIdx.x * 32 + r, cuda.blockIdx.y * 32 + tx
+        if out_row < cols and out_col < rows:
+            out[out_row, out_col] = tile[r, tx]
+
+
 @cuda.jit
 def _swizzled_on_store_only(a, out):  # swizzles the store, forgets the read: wrong result
     tile = cuda.shared.array((32, 32), numba.float32)
@@ -138,10 +161,12 @@ WRONG_ANSWERS = [
     (ex.check_tile32_pipe, cell_21_copied),  # right for tile32 and the padded tile only
     (ex.check_tile32_pipe, pipe_with(lambda w: 32 + 32 * (w % 32 or 32))),  # row_words % 32: wrong at 44
     (ex.check_tile32_pipe, pipe_with(lambda w: 32 + 32 * (32 // (w % 32 or 1)))),  # 32 / offset, not gcd
+    (ex.check_tile32_pipe, course_pipe),  # review l34, C6
     (ex.check_swizzled_tile, _swizzled_on_store_only),
     (ex.check_swizzled_tile, _swizzled_by_thread_row),  # padded, unpadded, no barrier: below, with messages
     (ex.check_swizzled_tile, _naive_plus_dummy_read),  # a global transpose beside a tile: issue 26
     (ex.check_swizzled_tile, _tile_round_trip_in_one_thread),  # through the tile, but each thread its own
+    (ex.check_swizzled_tile, _relay_through_rows),  # review l34, C1: conflict-free, a's load uncoalesced
     (ex.check_float64_column, lambda p: 32 if p == 0 else 2),  # the float32 rule: any padding fixes it
     (ex.check_float64_column, lambda p: 32 if p == 0 else 1),  # ... and one wavefront, as for float32
     (ex.check_float64_column, lambda p: 16 if p == 0 else 1),  # one half-warp's wavefronts only
@@ -173,6 +198,14 @@ def test_the_failures_say_what_is_wrong():  # each kernel traced once: the simul
     result = ex.check_float64_column(lambda p: 32 if p == 0 else 2)
     assert not result.passed and "with 2 float64 of padding a row you give 2" in result.message
     assert not ex.check_float64_column(lambda: (32, 1)).passed  # the old answer's shape: one clear line
+
+
+def test_the_course_helpers_and_an_uncoalesced_relay_are_named():  # review l34, C1 and C6
+    assert "calls the course's model_pipe_us" in ex.check_tile32_pipe(course_pipe).message
+    message = ex.check_swizzled_tile(_relay_through_rows).message
+    assert "global load of a touches" in message and "not coalesced" in message
+    # the word-stride gcd of section 1 gives the half-warp count of a column read at every padding
+    assert ex.check_float64_column(lambda p: math.gcd(2 * (32 + p), 32)).passed
 
 
 def test_no_failure_message_prints_the_expected_value():

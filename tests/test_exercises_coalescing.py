@@ -24,6 +24,11 @@ def contiguous(x, out):
         out[i] = x[i]
 
 
+def ask_the_tracer():
+    """The course's own counter answers for the learner (review l34, C6)."""
+    return ex.traced_load_sectors(ex.gather)
+
+
 # exercise 2: AoS -> SoA
 
 def soa_view(records):
@@ -51,6 +56,21 @@ def speed_records_index(soa, out):
     if i < out.size:
         vx, vy = soa[i, 2], soa[i, 3]
         out[i] = (vx * vx + vy * vy) ** 0.5
+
+
+def soa_with_speed(records):
+    """Right layout, but the speed computed on the host into row 0 (review l34, C2)."""
+    soa = np.ascontiguousarray(records.T)
+    soa[0] = np.sqrt(records[:, 2] ** 2 + records[:, 3] ** 2)
+    return soa
+
+
+@cuda.jit
+def speed_from_row_0(soa, out):
+    """Reads the host's speed: coalesced, and no velocity loaded."""
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = soa[0, i]
 
 
 # exercise 3: float4 tail and alignment
@@ -131,6 +151,49 @@ def scale_launch_then_numpy(x, a):
     return np.float32(a) * x
 
 
+def scale_prescaled(x, a):
+    """The kernel launched on a * x, computed on the host, with a = 1 (review l34, C5)."""
+    if x.ctypes.data % 16:
+        raise ValueError("misaligned")
+    return _launch(ex.solution_scale_vec4_kernel, np.float32(a) * x, 1)
+
+
+@cuda.jit
+def scale_tail_off_by_one(x, out, a):
+    """The tail's element counted from the first thread, not from the first past the groups."""
+    i = cuda.grid(1)
+    groups = x.size // 4
+    if i < groups:
+        v0, v1, v2, v3 = load4(x, i)
+        store4(out, i, a * v0, a * v1, a * v2, a * v3)
+    else:
+        j = 4 * groups + i
+        if j < x.size:
+            out[j] = a * x[j]
+
+
+@cuda.jit
+def scale_tail_unscaled(x, out, a):
+    """The tail copies x: the scale forgotten."""
+    i = cuda.grid(1)
+    groups = x.size // 4
+    if i < groups:
+        v0, v1, v2, v3 = load4(x, i)
+        store4(out, i, a * v0, a * v1, a * v2, a * v3)
+    else:
+        j = 4 * groups + (i - groups)
+        if j < x.size:
+            out[j] = x[j]
+
+
+def scale_with(kernel):
+    def scale(x, a):
+        if x.ctypes.data % 16:
+            raise ValueError("misaligned")
+        return _launch(kernel, x, a)
+    return scale
+
+
 def scale_right_check_no_tail(x, a):
     """Refuses misaligned input, but the kernel has no tail."""
     if x.ctypes.data % 16:
@@ -161,6 +224,11 @@ def bytes_apart(stride, ceiling):
     return ceiling * 8 / (4 * stride + 4)
 
 
+def read_off_the_figure(stride, ceiling):
+    """Values read off section 3's figure at the two strides asked (review l34, C3)."""
+    return {2: 2800, 24: 500}.get(stride, ceiling)
+
+
 SOLUTIONS = [
     (ex.check_sector_prediction, (ex.gather, ex.solution_sector_prediction)),
     (ex.check_soa_conversion, (ex.solution_to_soa, ex.solution_speed_soa)),
@@ -174,10 +242,12 @@ WRONG_ANSWERS = [
     (ex.check_sector_prediction, (ex.gather, lambda: 3)),  # 128-byte lines counted (issue 26)
     (ex.check_sector_prediction, (ex.gather, lambda: 8)),  # one sector per group of 4 lanes
     (ex.check_sector_prediction, (contiguous, lambda: 4)),  # the index changed to x[i], and its count
+    (ex.check_sector_prediction, (ex.gather, ask_the_tracer)),  # review l34, C6
     (ex.check_soa_conversion, (soa_view, ex.solution_speed_soa)),
     (ex.check_soa_conversion, (soa_reshaped, ex.solution_speed_soa)),
     (ex.check_soa_conversion, (ex.solution_to_soa, speed_of_positions)),
     (ex.check_soa_conversion, (ex.solution_to_soa, speed_records_index)),
+    (ex.check_soa_conversion, (soa_with_speed, speed_from_row_0)),  # review l34, C2
     (ex.check_scale_vec4, (scale_accepts_anything, ex.solution_scale_vec4_kernel)),
     (ex.check_scale_vec4, (scale_checks_4_bytes, ex.solution_scale_vec4_kernel)),
     (ex.check_scale_vec4, (scale_refuses_views, ex.solution_scale_vec4_kernel)),
@@ -187,10 +257,14 @@ WRONG_ANSWERS = [
     (ex.check_scale_vec4, (scale_host_tail, scale_no_tail)),  # issue 26: the tail on the host
     (ex.check_scale_vec4, (scale_in_numpy, ex.solution_scale_vec4_kernel)),  # issue 26: all in NumPy
     (ex.check_scale_vec4, (scale_launch_then_numpy, scale_no_tail)),
+    (ex.check_scale_vec4, (scale_prescaled, ex.solution_scale_vec4_kernel)),  # review l34, C5
+    (ex.check_scale_vec4, (scale_with(scale_tail_off_by_one), scale_tail_off_by_one)),
+    (ex.check_scale_vec4, (scale_with(scale_tail_unscaled), scale_tail_unscaled)),
     (ex.check_stride_prediction, (sector_model,)),
     (ex.check_stride_prediction, (datasheet_ceiling,)),
     (ex.check_stride_prediction, (reads_only,)),
     (ex.check_stride_prediction, (bytes_apart,)),
+    (ex.check_stride_prediction, (read_off_the_figure,)),  # review l34, C3
 ]
 
 (test_notebook_has_one_cell_per_exercise, test_skeleton_fails, test_solution_passes,
@@ -221,6 +295,34 @@ def test_the_feedback_says_what_is_wrong():
     assert "you predicted 4 sectors" in ex.check_sector_prediction(ex.gather, lambda: 4).message
     assert "wrote 0 of the 1 outputs" in ex.check_scale_vec4(scale_host_tail, scale_no_tail).message
     assert "did not launch" in ex.check_scale_vec4(scale_in_numpy, ex.solution_scale_vec4_kernel).message
+
+
+def test_a_launch_on_device_arrays_passes():  # x copied to the GPU first is still x
+    def scale_on_device(x, a):
+        if x.ctypes.data % 16:
+            raise ValueError("misaligned")
+        d_x, d_out = cuda.to_device(x), cuda.device_array_like(x)
+        threads = ex.vec4_threads(x.size)
+        ex.solution_scale_vec4_kernel[max(1, -(-threads // 256)), 256](d_x, d_out, np.float32(a))
+        return d_out.copy_to_host()
+
+    assert ex.check_scale_vec4(scale_on_device, ex.solution_scale_vec4_kernel).passed
+
+
+def test_the_hints_fit_the_mistake_and_name_only_the_idea():  # review l34, D1-D4
+    assert "not from the host" not in (message := ex.check_scale_vec4(
+        scale_with(scale_tail_off_by_one), scale_tail_off_by_one).message) and "leftover" in message
+    message = ex.check_scale_vec4(scale_with(scale_tail_unscaled), scale_tail_unscaled).message
+    assert "wrong at element" in message and "groups +" not in message and "(i -" not in message
+    assert "not given x and a" in ex.check_scale_vec4(scale_prescaled, ex.solution_scale_vec4_kernel).message
+    assert "global_sectors" not in ex.check_sector_prediction(ex.gather, lambda: 3).message
+    message = ex.check_sector_prediction(ex.gather, ask_the_tracer).message
+    assert "calls exercises.traced_load_sectors" in message
+    for wrong in (reads_only, read_off_the_figure):
+        message = ex.check_stride_prediction(wrong).message
+        assert "64" not in message and "4 bytes" not in message and "8 per element" not in message, message
+    assert "made-up ceiling" in ex.check_stride_prediction(read_off_the_figure).message
+    assert "to_soa changes the data" in ex.check_soa_conversion(soa_with_speed, speed_from_row_0).message
 
 
 def test_no_failure_message_prints_the_expected_value():

@@ -5,18 +5,22 @@
    wavefront. Checked for the unpadded tile (``tile32``, rows of 32) against the time the H200
    recording's counts give, within 1%, and for other row lengths, on another GPU's numbers, against
    the bank model's wavefronts (so the count must come from the model, not from "a column costs 32").
+   A function that calls the course's own counters (``model_pipe_us``, the bank model) is refused.
 2. A swizzle-only tile: a 32x32-tile transpose whose tile stays 32x32 words (no padding) and whose
    shared loads and stores have no bank conflict. The check runs the kernel under the tracer on a
    45x70 matrix (partial tiles): the result must be a.T, every element must go through the tile (the
    thread that writes it to ``out`` is, off the diagonal, not the one that loaded it from ``a``),
+   both global accesses coalesced (no more sectors a request than 32 consecutive floats touch),
    every shared word inside the first 1,024, and the bank conflicts zero.
 3. A float64 tile read by column: the wavefronts of the read for any padding (float64 elements per
-   row), which the float32 rule of thumb ("pad by one") does not give: 8-byte accesses go by
-   half-warps, and paddings 2, 4, 6 ... leave conflicts.
+   row), which the rule of thumb ("pad by one") does not give: 8-byte accesses go by half-warps, and
+   paddings 2, 4, 6 ... leave conflicts. (For a column read, section 1's gcd rule applied to the
+   stride in words gives the same counts as the half-warp model, at every padding: a right answer.)
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import numba
@@ -30,6 +34,7 @@ from ..results import read_result
 from ..sim import memory_model
 from ..sim.trace import trace
 from . import guarded, report
+from .reduce import _reaches
 
 # ----------------------------------------------------------------------------- exercise 1
 
@@ -83,6 +88,11 @@ def check_tile32_pipe(predict, result=None) -> object:
             "word t x row_words + c, so how many different words does its busiest bank hold?")
 
     def attempt():
+        for helper in (model_pipe_us, tile_request_wavefronts, memory_model.shared_wavefronts):
+            if _reaches(predict, helper):
+                return report(name, False, f"your function calls the course's {helper.__name__}, which "
+                              "counts the wavefronts for you: the exercise is to count them yourself, from "
+                              "the banks")
         recorded = recorded_pipe("tile32", result)
         h200 = {key: recorded[key] for key in ("sms", "tiles", "intercept_ns", "ns_per_wavefront")}
         cases = [(32, h200, recorded["pipe_us"], "on the H200, against the recorded counts' bill")]
@@ -125,6 +135,20 @@ STORES = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"
 
 
 SAME_THREAD_LIMIT = 1 / 8  # a tile moves off-diagonal elements between threads: 1/32 stay in one
+GLOBAL_SECTORS_LIMIT = 5  # a warp's 32 consecutive floats (128 bytes) touch at most 5 sectors
+
+
+def uncoalesced_global(kernel, counts) -> str | None:
+    """The first of the global load of ``a`` and the store to ``out`` (the kernel's first two
+    parameters) whose requests touch more sectors than 32 consecutive floats can, with its count."""
+    a, out = list(inspect.signature(kernel.py_func).parameters)[:2]
+    table = counts.by_instruction
+    for array, op, what in ((a, "ld", f"load of {a}"), (out, "st", f"store to {out}")):
+        rows = table[(table["space"] == "global") & (table["array"] == array) & (table["op"] == op)]
+        per_request = float(rows["sectors"].sum() / rows["instructions"].sum()) if len(rows) else 0.0
+        if per_request > GLOBAL_SECTORS_LIMIT:
+            return f"the global {what} touches {per_request:.1f} sectors per request"
+    return None
 
 
 def traced_conflicts(kernel, shape=EXERCISE_SHAPE):
@@ -183,6 +207,11 @@ def check_swizzled_tile(kernel) -> object:
                           "them from a: they never went through the tile. Each thread stores elements of a "
                           "into the tile, and after the barrier writes out elements that other threads put "
                           "there")
+        uncoalesced = uncoalesced_global(kernel, counts)
+        if uncoalesced:
+            return report(name, False, f"{uncoalesced}: it is not coalesced. A tile's point is that both "
+                          "global accesses are: a warp's lanes read consecutive elements of a row of a and "
+                          "write consecutive elements of a row of out; the transpose happens in the tile")
         touched = shared_bytes_touched(counts)
         if touched > TILE_BYTES:
             return report(name, False, f"your tile reaches byte {touched:,} of shared memory, past the "

@@ -3,16 +3,20 @@
 1. Predict the sectors per request of the gather's load (its index an expression of the thread
    index, its groups of lanes straddling sector boundaries, so that counting 128-byte lines or one
    sector per group gives a wrong number); the check verifies the kernel still computes the gather,
-   traces the lesson's gather and compares the prediction with what the tracer counts.
+   traces the lesson's gather and compares the prediction with what the tracer counts (a prediction
+   that calls the tracer, or ``traced_load_sectors``, is refused).
 2. Convert a kernel and its data from an array of structures to a structure of arrays: the
-   learner's ``to_soa`` lays the records out field by field, their kernel reads that layout; the
-   check runs both against NumPy and traces the kernel (every request ideal: 4 sectors).
+   learner's ``to_soa`` lays the records out field by field, unchanged, their kernel reads that
+   layout; the check runs both against NumPy and traces the kernel (it must load vx and vy, every
+   request ideal: 4 sectors), so that a speed computed on the host fails.
 3. A float4 wrapper done right: the kernel's scalar tail, and the host function's refusal of an
    input that does not start on a 16-byte boundary (x[1:] refused, x[4:] accepted). The learner's own
    launch is traced (at lengths with and without a tail): the kernel itself must write every output,
-   so a tail (or the whole scale) computed by NumPy on the host fails.
+   given x and a as they are, so a tail (or the whole scale, or x scaled first) computed by NumPy on
+   the host fails.
 4. Predict a number from the lesson's DRAM-bytes model: the four-loads-in-flight strided copy's
-   bandwidth at strides 2 and 24, checked against the H200's recording (within 5%).
+   bandwidth at strides 2 and 24, checked against the H200's recording (within 5%), then at strides
+   the recording does not hold with a made-up ceiling (values read off the figure fail).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from ..lessons import coalescing as lesson
 from ..sim import trace
 from ..vector import load4, store4
 from . import guarded, report
+from .reduce import _reaches
 
 WARPS = 2  # traced launches: one block of two full warps
 
@@ -74,6 +79,11 @@ def check_sector_prediction(kernel, prediction) -> object:
     name = "exercise 1 (predict the sectors)"
 
     def attempt():
+        for helper, what in ((traced_load_sectors, "exercises.traced_load_sectors"),
+                             (trace.trace, "the tracer")):
+            if _reaches(prediction, helper):
+                return report(name, False, f"your function calls {what}, which counts the sectors for you: "
+                              "the exercise is to predict the count yourself, from the addresses")
         value = prediction()
         if value is None:
             return report(name, False, "return a number: the sectors one warp's load of x touches")
@@ -85,7 +95,7 @@ def check_sector_prediction(kernel, prediction) -> object:
             return report(name, False, f"you predicted {float(value):g} sectors per request; draw the 32 "
                           "addresses (lane, element, byte) and count the distinct 32-byte sectors they fall "
                           "in: a group of lanes can straddle a sector boundary, and a 128-byte line holds "
-                          "four sectors (plots.charts.global_sectors draws a request)")
+                          "four sectors")
         return report(name, True, f"{counted:g} sectors per request, as the tracer counts: "
                       f"{128 / (32 * counted):.0%} of the bytes moved are used")
 
@@ -100,6 +110,7 @@ def solution_sector_prediction() -> int:
 
 
 # ----------------------------------------------------------------------------- exercise 2
+
 
 SPEED_N = 1000  # not a multiple of the block
 SPEED_FIELDS = 4  # x, y, vx, vy
@@ -128,6 +139,9 @@ def check_soa_conversion(to_soa, kernel) -> object:
             got = f"{type(soa).__name__} {getattr(soa, 'shape', '')} {getattr(soa, 'dtype', '')}".strip()
             return report(name, False, f"to_soa returned {got}; return a float32 array of shape (4, n): "
                           "row f holds field f of every particle")
+        if not np.array_equal(soa, records.T):
+            return report(name, False, "to_soa changes the data: row f of soa must hold field f of the "
+                          "records (x, y, vx, vy), as they are; the kernel computes the speed")
         out = np.full(SPEED_N, np.nan, np.float32)
         kernel[-(-SPEED_N // 256), 256](soa, out)
         expected = np.sqrt(records[:, 2] ** 2 + records[:, 3] ** 2)
@@ -141,6 +155,11 @@ def check_soa_conversion(to_soa, kernel) -> object:
                           "vx and vy")
         small = records[:32 * WARPS].copy()
         counts = _trace(kernel, to_soa(small), np.zeros(32 * WARPS, np.float32))
+        soa_name = next(iter(inspect.signature(kernel.py_func).parameters))
+        rows = _elements(counts, soa_name, "ld") // small.shape[0]
+        if not {2, 3} <= set(rows.tolist()):
+            return report(name, False, "the kernel does not read both vx and vy from soa (rows 2 and 3): it "
+                          "must compute each speed from the velocities itself")
         table = counts.by_instruction
         worst = table.loc[table["sectors_per_request"].astype(float).idxmax()]
         if float(worst["sectors_per_request"]) > 4:
@@ -186,9 +205,17 @@ def aligned_floats(n: int, rng=None) -> np.ndarray:
 TRACED_LENGTHS = (1, 6, 263)  # 263 = 65 groups of 4 + a tail of 3; none of them printed by the lesson
 
 
+def _host_copy(value):
+    """A NumPy copy of an array argument (host or device), any other argument as it is."""
+    if hasattr(value, "copy_to_host"):
+        return value.copy_to_host()
+    return np.array(value) if isinstance(value, np.ndarray) else value
+
+
 class _TracedLaunches:
     """While active, every launch of one kernel (however the host function names it) runs under the
-    tracer; ``runs`` keeps (trace, the arguments as they were right after the launch)."""
+    tracer; ``runs`` keeps (trace, the arguments as they were right after the launch, as they were
+    given)."""
 
     def __init__(self, kernel):
         self.kernel, self.runs, self._inside = kernel, [], False
@@ -211,17 +238,19 @@ class _TracedLaunches:
         self._restore()
 
     def _launch(self, config, args):
+        given = [_host_copy(a) for a in args]
         self._inside = True
         try:
             counts = trace.trace(self.kernel, config[0], config[1], *args)
         finally:
             self._inside = False
-        self.runs.append((counts, [np.array(a) if isinstance(a, np.ndarray) else a for a in args]))
+        self.runs.append((counts, [_host_copy(a) for a in args], given))
 
 
-def _stored_elements(counts, array: str) -> np.ndarray:
-    """The 4-byte elements of ``array`` the traced launch stored to (by any instruction)."""
-    sites = counts.sites[(counts.sites["array"] == array) & (counts.sites["op"] == "st")]["site"]
+def _elements(counts, array: str, op: str = "st") -> np.ndarray:
+    """The 4-byte elements of ``array`` the traced launch stored to (``op`` "st") or loaded ("ld"), by
+    any instruction."""
+    sites = counts.sites[(counts.sites["array"] == array) & (counts.sites["op"] == op)]["site"]
     accesses = counts.accesses[counts.accesses["site"].isin(sites)]
     firsts = [np.arange(a, a + b, 4) for a, b in zip(accesses["address"], accesses["bytes"], strict=True)]
     return np.unique(np.concatenate(firsts)) // 4 if firsts else np.empty(0, int)
@@ -243,17 +272,27 @@ def _traced_lengths(scale_vec4, kernel, rng):
             if not launches.runs:
                 return ("scale_vec4 did not launch the kernel you passed to the check: the scaling must run "
                         "on the GPU, in scale_vec4_kernel")
-            counts, args = launches.runs[-1]
+            counts, args, given = launches.runs[-1]
+            if not any(isinstance(v, np.ndarray) and np.array_equal(v, x) for v in given) or not any(
+                    np.ndim(v) == 0 and not isinstance(v, np.ndarray) and float(v) == SCALE for v in given):
+                return (f"n={n}: the kernel was not given x and a as they are: the scaling is the kernel's "
+                        "work, not the host's (launch it on x itself, with a)")
             stored = [name for name in dict.fromkeys(counts.sites["array"]) if name in names
-                      and len(_stored_elements(counts, name))]
-            written = len(_stored_elements(counts, stored[0])) if stored else 0
-            if written < n:
+                      and len(_elements(counts, name))]
+            written = len(_elements(counts, stored[0])) if stored else 0
+            if written < n and out is not None and np.array_equal(np.asarray(out), SCALE * x):
                 return (f"n={n}: the kernel wrote {written} of the {n} outputs; the rest must come from the "
                         "kernel too, not from the host: the threads past the last group of 4 each handle one "
                         "leftover element")
-            if not np.array_equal(args[names.index(stored[0])], SCALE * x):
-                return (f"n={n}: the kernel's outputs are wrong; the threads past the last group of 4 each "
-                        "handle one leftover element, at index 4 x groups + (i - groups)")
+            if written < n:
+                return (f"n={n}: the kernel wrote {written} of the {n} outputs: some leftover element has no "
+                        "thread. The threads past the last group of 4 each handle one leftover element: "
+                        "which thread is the first past the groups, and which element is the first left "
+                        "over?")
+            wrong = np.flatnonzero(args[names.index(stored[0])] != SCALE * x)
+            if len(wrong):
+                return (f"n={n}: the kernel's output is wrong at element {', '.join(map(str, wrong[:4]))}"
+                        ": is every leftover element read from x at its own index and scaled by a?")
             if out is None or np.shape(out) != (n,) or not np.array_equal(np.asarray(out), SCALE * x):
                 return f"n={n}: scale_vec4 must return the n values its kernel wrote"
     return None
@@ -331,6 +370,8 @@ def solution_scale_vec4(x, a):
 PREDICT_STRIDES = (2, 24)
 PREDICT_TOLERANCE = 0.05
 PREDICT_SWEEP = "strided_copy_x4"
+UNRECORDED_STRIDES = (5, 20)  # strides the recording (and the lesson's figure) does not hold
+MODEL_TOLERANCE = 0.01  # on a made-up ceiling, the model itself: a near-equivalent model is exact
 
 
 def recorded_stride_gbps(result=None) -> tuple[float, dict]:
@@ -344,7 +385,8 @@ def recorded_stride_gbps(result=None) -> tuple[float, dict]:
 def check_stride_prediction(predicted_gbps) -> object:
     """``predicted_gbps(stride, ceiling_gbps)``: the useful GB/s of the four-loads-in-flight strided
     copy at ``stride`` (elements of 4 bytes), given its measured stride-1 bandwidth; held to the
-    H200's recording at strides 2 and 24 within 5%."""
+    H200's recording at strides 2 and 24 within 5%, then to the DRAM-bytes model at strides the
+    recording does not hold with a made-up ceiling (so that values read off the figure cannot answer)."""
     name = "exercise 4 (predict a bandwidth)"
 
     def attempt():
@@ -356,16 +398,25 @@ def check_stride_prediction(predicted_gbps) -> object:
             error = measured[stride] / float(got) - 1
             if abs(error) > PREDICT_TOLERANCE:
                 return report(name, False, f"you predict {float(got):,.0f} GB/s at stride {stride}: more "
-                              f"than {PREDICT_TOLERANCE:.0%} from what the H200 measured. Count the bytes "
-                              "DRAM moves per copied element "
-                              f"(here elements {4 * stride} bytes apart): DRAM reads 64-byte granules, which "
-                              "elements under 64 bytes apart share and elements 64 or more bytes apart do "
-                              "not; the write costs 4 bytes; the measured ceiling_gbps moves 8 per element")
+                              f"than {PREDICT_TOLERANCE:.0%} from what the H200 measured. {_BYTES_HINT}")
+        made_up = float(np.random.default_rng().uniform(1500, 3500))
+        for stride in UNRECORDED_STRIDES:
+            got = predicted_gbps(stride, made_up)
+            model = solution_stride_prediction(stride, made_up)
+            if got is None or abs(float(got) / model - 1) > MODEL_TOLERANCE:
+                return report(name, False, f"a made-up ceiling of {made_up:,.0f} GB/s at stride {stride} "
+                              "(not recorded): your function does not follow the DRAM-bytes model. Compute "
+                              "the bandwidth from stride and ceiling_gbps, not from the figure. "
+                              + _BYTES_HINT)
         return report(name, True, ", ".join(f"stride {s}: the H200 measured {measured[s]:,.0f} GB/s"
                                             for s in PREDICT_STRIDES) + f", within {PREDICT_TOLERANCE:.0%} "
                       "of your DRAM-bytes model")
 
     return guarded(name, attempt)
+
+
+_BYTES_HINT = ("Count the bytes DRAM moves per copied element, read and write, against the bytes it moves "
+               "per element at stride 1 (the granule DRAM reads, and which elements share one)")
 
 
 def solution_stride_prediction(stride, ceiling_gbps):

@@ -155,12 +155,14 @@ def granule(strides: list[int], measured: dict, lanes: int = 4, provenance: str 
             ax.text(
                 4 * stride * lane + 2,
                 y + 0.78,
-                f"{lane}" if lane else "lane 0",
-                ha="left" if not lane else "center",
+                f"{lane}",
+                ha="center",
                 va="bottom",
                 fontsize=STYLE["note_size"] - 1.5,
                 color=PALETTE[1],
             )
+        ax.text(-3, y + 0.78, "lane", ha="right", va="bottom", fontsize=STYLE["note_size"] - 1.5,
+                color=PALETTE[1])  # left of the row: lane numbers 32 bytes apart leave no room for it
         cost = min(4 * stride, GRANULE_BYTES)
         ax.text(
             span + 6,
@@ -171,7 +173,7 @@ def granule(strides: list[int], measured: dict, lanes: int = 4, provenance: str 
             fontsize=STYLE["note_size"],
             bbox=LABEL_BOX,
         )
-    ax.set_xlim(-4, span + 150)
+    ax.set_xlim(-30, span + 150)
     ax.set_ylim(-1.3 * (len(strides) - 1) - 0.3, 1.25)
     ax.axis("off")
     ax.set_title(
