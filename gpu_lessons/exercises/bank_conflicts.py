@@ -34,7 +34,7 @@ from ..results import read_result
 from ..sim import memory_model
 from ..sim.trace import trace
 from . import guarded, report
-from .reduce import _reaches
+from .reach import reaches
 
 # ----------------------------------------------------------------------------- exercise 1
 
@@ -89,7 +89,7 @@ def check_tile32_pipe(predict, result=None) -> object:
 
     def attempt():
         for helper in (model_pipe_us, tile_request_wavefronts, memory_model.shared_wavefronts):
-            if _reaches(predict, helper):
+            if reaches(predict, helper):
                 return report(name, False, f"your function calls the course's {helper.__name__}, which "
                               "counts the wavefronts for you: the exercise is to count them yourself, from "
                               "the banks")

@@ -31,7 +31,7 @@ from ..lessons import coalescing as lesson
 from ..sim import trace
 from ..vector import load4, store4
 from . import guarded, report
-from .reduce import _reaches
+from .reach import reaches
 
 WARPS = 2  # traced launches: one block of two full warps
 
@@ -81,7 +81,7 @@ def check_sector_prediction(kernel, prediction) -> object:
     def attempt():
         for helper, what in ((traced_load_sectors, "exercises.traced_load_sectors"),
                              (trace.trace, "the tracer")):
-            if _reaches(prediction, helper):
+            if reaches(prediction, helper):
                 return report(name, False, f"your function calls {what}, which counts the sectors for you: "
                               "the exercise is to predict the count yourself, from the addresses")
         value = prediction()

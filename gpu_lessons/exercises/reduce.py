@@ -20,7 +20,6 @@ from __future__ import annotations
 import math
 import threading
 from contextlib import contextmanager
-from types import ModuleType
 
 import numpy as np
 from numba import cuda, float32
@@ -33,6 +32,7 @@ from ..lessons import reduce as lesson
 from ..mode import choose_mode
 from ..sim import scheduler, trace
 from . import guarded, races, report
+from .reach import reaches
 
 # ----------------------------------------------------------------------------- exercise 1
 
@@ -224,58 +224,6 @@ def _names(kernel) -> set:
     return set(code.co_names) if code is not None else set()
 
 
-def _code_names(code) -> set:
-    """The global and attribute names a code object reads, its nested functions' included."""
-    names = set(code.co_names) | set(code.co_freevars)
-    for const in code.co_consts:
-        if hasattr(const, "co_names"):
-            names |= _code_names(const)
-    return names
-
-
-def _reaches(kernel, helper) -> bool:
-    """Whether ``kernel`` can call ``helper``: the objects its names resolve to (globals, closure
-    cells, attributes of modules it reads), device functions and plain functions followed into. The
-    objects, not their names: an alias (``brs = kernels.block_reduce_sum``) or a wrapper is found."""
-    target = getattr(helper, "py_func", helper)
-    seen: set = set()
-
-    def visit(value) -> bool:
-        function = getattr(value, "py_func", value)
-        if function is target:
-            return True
-        code = getattr(function, "__code__", None)
-        library = getattr(function, "__module__", "").split(".")[0] in ("numba", "numpy")
-        if code is None or library or id(function) in seen:
-            return False
-        seen.add(id(function))
-        names = _code_names(code)
-        namespace = getattr(function, "__globals__", {})
-        values = [namespace[n] for n in names if n in namespace]
-        values += [cell.cell_contents for cell in (function.__closure__ or ()) if _filled(cell)]
-        modules = _course_modules(values)
-        while modules:  # kernels.block_reduce_sum, ex.lesson.model_times: attributes of modules it reads
-            found = [getattr(module, n) for module in modules for n in names if hasattr(module, n)]
-            modules = [v for v in _course_modules(found) if v not in values]
-            values += found
-        return any(visit(v) for v in values if not isinstance(v, ModuleType))
-
-    return visit(kernel)
-
-
-def _course_modules(values) -> list:
-    """The course's own modules among values (where its helpers live)."""
-    return [v for v in values if isinstance(v, ModuleType) and v.__name__.split(".")[0] == "gpu_lessons"]
-
-
-def _filled(cell) -> bool:
-    try:
-        cell.cell_contents  # noqa: B018 (an empty cell raises)
-    except ValueError:
-        return False
-    return True
-
-
 def check_reduce_sum(kernel) -> object:
     """``kernel[blocks, block](x, out)`` adds sum(x) into out[0] (out starts at zero), with exactly one
     atomic per block."""
@@ -283,7 +231,7 @@ def check_reduce_sum(kernel) -> object:
 
     def attempt():
         names = _names(kernel)
-        used = [helper for helper in HELPERS if _reaches(kernel, getattr(k, helper))]
+        used = [helper for helper in HELPERS if reaches(kernel, getattr(k, helper))]
         if used:
             return report(name, False, f"your kernel calls kernels.{used[0]}: the exercise is to write the "
                           "block "
@@ -565,7 +513,7 @@ def check_predicted_time(predicted_us, result=None) -> object:
     name = "exercise 4 (predict a time)"
 
     def attempt():
-        if _reaches(predicted_us, lesson.model_times):
+        if reaches(predicted_us, lesson.model_times):
             return report(name, False, "your function calls the lesson's model_times, which draws the fitted "
                           "lines: the exercise is to write the model yourself, from t0 and BW")
         measured_result = result or lessons.load(lesson.NAME, live=False)
