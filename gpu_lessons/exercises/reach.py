@@ -3,6 +3,8 @@ not looked up, refuse one that does): followed through the objects its names res
 
 from __future__ import annotations
 
+import dis
+import importlib
 from types import ModuleType
 
 
@@ -35,6 +37,7 @@ def reaches(kernel, helper) -> bool:
         namespace = getattr(function, "__globals__", {})
         values = [namespace[n] for n in names if n in namespace]
         values += [cell.cell_contents for cell in (function.__closure__ or ()) if _filled(cell)]
+        values += _imported_course_modules(code)  # `from gpu_lessons.sim import trace` inside it
         modules = _course_modules(values)
         while modules:  # kernels.block_reduce_sum, ex.lesson.model_times: attributes of modules it reads
             found = [getattr(module, n) for module in modules for n in names if hasattr(module, n)]
@@ -43,6 +46,24 @@ def reaches(kernel, helper) -> bool:
         return any(visit(v) for v in values if not isinstance(v, ModuleType))
 
     return visit(kernel)
+
+
+def answers(*modules) -> list:
+    """Every reference solution (``solution_*``) in modules: no exercise may be answered by calling one."""
+    return [getattr(m, n) for m in modules for n in dir(m) if n.startswith("solution_")]
+
+
+def _imported_course_modules(code) -> list:
+    """The course's modules a code object (or one nested in it) imports, each parent package included."""
+    modules = []
+    for instruction in dis.get_instructions(code):
+        parts = str(instruction.argval).split(".")
+        if instruction.opname == "IMPORT_NAME" and parts[0] == "gpu_lessons":
+            modules += [importlib.import_module(".".join(parts[:i])) for i in range(1, len(parts) + 1)]
+    for const in code.co_consts:
+        if hasattr(const, "co_names"):
+            modules += _imported_course_modules(const)
+    return modules
 
 
 def _course_modules(values) -> list:
