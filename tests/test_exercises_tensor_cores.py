@@ -5,6 +5,8 @@ cp.async races of exercises 2 and 5, found by the order of barriers, copies and 
 
 import math
 
+import numpy as np
+import pytest
 from test_exercises import exercise_tests
 
 from gpu_lessons import ptx
@@ -190,6 +192,51 @@ def lane_0_copies_all(x, y):  # one lane issues all 32 copies
         y[4 * t + q] = tile[127 - 4 * t - q]
 
 
+@cuda.jit
+def synced_by_syncwarp(x, y):  # right: one warp is the whole block, so __syncwarp orders its lanes
+    tile = cuda.shared.array(128, float32)
+    t = cuda.threadIdx.x
+    for q in range(4):
+        tile[4 * t + q] = math.nan
+    cuda.syncwarp()
+    ptx.cp_async16(tile, 4 * t, x, 4 * t, 16)
+    ptx.cp_async_commit_group()
+    ptx.cp_async_wait_group(0)
+    cuda.syncwarp()
+    for q in range(4):
+        y[4 * t + q] = tile[127 - 4 * t - q]
+
+
+@cuda.jit
+def syncwarp_before_the_wait(x, y):  # the syncwarp before the wait: another lane's copy may not have landed
+    tile = cuda.shared.array(128, float32)
+    t = cuda.threadIdx.x
+    for q in range(4):
+        tile[4 * t + q] = math.nan
+    cuda.syncwarp()
+    ptx.cp_async16(tile, 4 * t, x, 4 * t, 16)
+    ptx.cp_async_commit_group()
+    cuda.syncwarp()
+    ptx.cp_async_wait_group(0)
+    for q in range(4):
+        y[4 * t + q] = tile[127 - 4 * t - q]
+
+
+@cuda.jit
+def half_warp_syncwarp(x, y):  # each half of the warp syncs alone, then reads the other half's copies
+    tile = cuda.shared.array(128, float32)
+    t = cuda.threadIdx.x
+    for q in range(4):
+        tile[4 * t + q] = math.nan
+    cuda.syncthreads()
+    ptx.cp_async16(tile, 4 * t, x, 4 * t, 16)
+    ptx.cp_async_commit_group()
+    ptx.cp_async_wait_group(0)
+    cuda.syncwarp(0x0000FFFF if t < 16 else 0xFFFF0000)
+    for q in range(4):
+        y[4 * t + q] = tile[127 - 4 * t - q]
+
+
 def _pipeline_after_issue(wait: int, wait_at_top: bool):
     """Exercise 5's kernel with the barrier after the next copy's issue and commit (the wait there too,
     or at the top): the copy into the stage read last iteration is ordered after no one's reads."""
@@ -226,6 +273,87 @@ def _pipeline_after_issue(wait: int, wait_at_top: bool):
 def mma_by_simt(a, bt, d):  # the rounded product, each lane's four outputs by float32 loops: no MMA
     lane = cuda.threadIdx.x
     g, t = lane // 4, lane % 4
+    for r, c in ((g, 2 * t), (g, 2 * t + 1), (g + 8, 2 * t), (g + 8, 2 * t + 1)):
+        s = float32(0)
+        for k in range(8):
+            s += ptx.cvt_rna_tf32(a[r, k]) * ptx.cvt_rna_tf32(bt[c, k])
+        d[r, c] = s
+
+
+@cuda.jit
+def pipeline_waits_all_after_tile_0(x, y, tiles):  # the reviewer's: wait_group(1) at tile 0, then 0
+    smem = cuda.shared.array(3 * 128, float32)
+    t = cuda.threadIdx.x
+    for q in range(12):
+        smem[12 * t + q] = math.nan
+    cuda.syncthreads()
+    for s in range(2):
+        if s < tiles:
+            ptx.cp_async16(smem, 128 * s + 4 * t, x, 128 * s + 4 * t, 16)
+        ptx.cp_async_commit_group()
+    for tile in range(tiles):
+        if tile == 0:
+            ptx.cp_async_wait_group(1)
+        else:
+            ptx.cp_async_wait_group(0)
+        cuda.syncthreads()
+        ahead = tile + 2
+        if ahead < tiles:
+            ptx.cp_async16(smem, 128 * (ahead % 3) + 4 * t, x, 128 * ahead + 4 * t, 16)
+        ptx.cp_async_commit_group()
+        base = 128 * (tile % 3)
+        for q in range(4):
+            y[128 * tile + 4 * t + q] = smem[base + 127 - 4 * t - q]
+
+
+@cuda.jit
+def pipeline_waits_all_at_the_end(x, y, tiles):  # overlaps until the last two tiles, then waits for all
+    smem = cuda.shared.array(3 * 128, float32)
+    t = cuda.threadIdx.x
+    for q in range(12):
+        smem[12 * t + q] = math.nan
+    cuda.syncthreads()
+    for s in range(2):
+        if s < tiles:
+            ptx.cp_async16(smem, 128 * s + 4 * t, x, 128 * s + 4 * t, 16)
+        ptx.cp_async_commit_group()
+    for tile in range(tiles):
+        if tile + 2 < tiles:
+            ptx.cp_async_wait_group(1)
+        else:
+            ptx.cp_async_wait_group(0)
+        cuda.syncthreads()
+        ahead = tile + 2
+        if ahead < tiles:
+            ptx.cp_async16(smem, 128 * (ahead % 3) + 4 * t, x, 128 * ahead + 4 * t, 16)
+        ptx.cp_async_commit_group()
+        base = 128 * (tile % 3)
+        for q in range(4):
+            y[128 * tile + 4 * t + q] = smem[base + 127 - 4 * t - q]
+
+
+@cuda.jit
+def token_mma_then_fma(a, bt, d):  # the reviewer's: an MMA of zeros, the rounded product by FMA loops
+    lane = cuda.threadIdx.x
+    g, t = lane // 4, lane % 4
+    zero = float32(0)
+    d0, d1, d2, d3 = ptx.mma_tf32(zero, zero, zero, zero, zero, zero, zero, zero, zero, zero)
+    for r, c in ((g, 2 * t), (g, 2 * t + 1), (g + 8, 2 * t), (g + 8, 2 * t + 1)):
+        s = float32(0)
+        for k in range(8):
+            s += ptx.cvt_rna_tf32(a[r, k]) * ptx.cvt_rna_tf32(bt[c, k])
+        d[r, c] = s
+
+
+@cuda.jit
+def right_mma_then_fma(a, bt, d):  # the right MMA, its outputs dropped for the same product by FMA loops
+    lane = cuda.threadIdx.x
+    g, t = lane // 4, lane % 4
+    a0, a1 = ptx.cvt_rna_tf32(a[g, t]), ptx.cvt_rna_tf32(a[g + 8, t])
+    a2, a3 = ptx.cvt_rna_tf32(a[g, t + 4]), ptx.cvt_rna_tf32(a[g + 8, t + 4])
+    b0, b1 = ptx.cvt_rna_tf32(bt[g, t]), ptx.cvt_rna_tf32(bt[g, t + 4])
+    zero = float32(0)
+    d0, d1, d2, d3 = ptx.mma_tf32(a0, a1, a2, a3, b0, b1, zero, zero, zero, zero)
     for r, c in ((g, 2 * t), (g, 2 * t + 1), (g + 8, 2 * t), (g + 8, 2 * t + 1)):
         s = float32(0)
         for k in range(8):
@@ -326,6 +454,49 @@ def _per_slab_counted_like_cell_34(wm, wn):
     return len(mmas) // slabs, len(a) // slabs, len(b) // slabs
 
 
+_FRAGMENT_TABLE = None  # filled on first use, as a learner's notebook cell would
+
+
+def _owner_from_fragment_owners(row, col):
+    """fragment_owners()'s labels made an array and indexed with the rows and columns: a lookup that
+    works on arrays, the tiling right."""
+    labels = tc.fragment_owners()["C"]
+    lanes = np.vectorize(lambda label: int(label.split()[0][1:]))(labels)
+    registers = np.vectorize(lambda label: int(label.split()[1][1:]))(labels)
+    return lanes[row % 16, col % 8], row // 16, col // 8, registers[row % 16, col % 8]
+
+
+def _owner_from_c_fragment_table(row, col):
+    """The simulator's c_fragment made a table, indexed with arrays, the tiling right."""
+    lanes, registers = np.zeros((16, 8), np.int64), np.zeros((16, 8), np.int64)
+    for lane in range(32):
+        for q, (r, c) in enumerate(c_fragment(lane)):
+            lanes[r, c], registers[r, c] = lane, q
+    return lanes[row % 16, col % 8], row // 16, col // 8, registers[row % 16, col % 8]
+
+
+def _owner_from_the_check(row, col):
+    """The check's own answer, vectorised."""
+    return np.vectorize(ex._accumulator_owner)(row, col)
+
+
+def _owner_from_the_solution(row, col):
+    """The reference solution, imported inside the function."""
+    from gpu_lessons.exercises.tensor_cores import solution_c_owner
+
+    return solution_c_owner(row, col)
+
+
+def _per_slab_from_the_check(wm, wn):
+    """The check's own count, vectorised."""
+    return np.vectorize(ex._counted_per_slab)(wm, wn)
+
+
+def _per_slab_counted_in_the_source(wm, wn):
+    """Section 6's counting of the generated source, vectorised over the tiles."""
+    return np.vectorize(_per_slab_counted_like_cell_34)(wm, wn)
+
+
 def _inner(row, col):  # (lane, q) inside one 16x8 MMA tile, the layout right
     r, c = row % 16, col % 8
     return 4 * (r % 8) + c // 2, 2 * (r // 8) + c % 2
@@ -336,7 +507,19 @@ def _issue_time_of_the_lesson(base_us, n0, p0, n1, p1):
     return lesson.issue_time(n1, p1, 128, 1980.0)
 
 
+REFUSED_LOOKUPS = [  # (check, answer, what the refusal names): right answers that look it up
+    (ex.check_c_owner, _owner_from_fragment_owners, "tc.fragment_owners()"),
+    (ex.check_c_owner, _owner_from_c_fragment_table, "c_fragment"),
+    (ex.check_c_owner, _owner_from_the_check, "exercises._accumulator_owner"),
+    (ex.check_c_owner, _owner_from_the_solution, "the reference solution solution_c_owner"),
+    (ex.check_per_slab, _per_slab_from_the_check, "exercises._counted_per_slab"),
+    (ex.check_per_slab, _per_slab_counted_in_the_source, "kernel_source"),
+    (ex.check_per_slab, lambda wm, wn: ex.solution_per_slab(wm, wn),
+     "the reference solution solution_per_slab"),
+]
+
 WRONG_ANSWERS = [
+    *[(check, answer) for check, answer, _ in REFUSED_LOOKUPS],
     (ex.check_c_owner, _owner_from_the_picture),
     (ex.check_c_owner, _owner_looked_up),
     (ex.check_c_owner, _owner_from_c_fragment),
@@ -357,6 +540,8 @@ WRONG_ANSWERS = [
     (ex.check_cp_async_tile, no_barrier),
     (ex.check_cp_async_tile, reads_x_not_the_tile),
     (ex.check_cp_async_tile, lane_0_copies_all),
+    (ex.check_cp_async_tile, syncwarp_before_the_wait),
+    (ex.check_cp_async_tile, half_warp_syncwarp),
     (ex.check_per_slab, _per_slab_counted_like_cell_34),
     (ex.check_per_slab, lambda wm, wn: ((wm // 16) * (wn // 8), 2 * (wm // 16), 4 * (wn // 8))),  # one k-step
     (ex.check_per_slab, lambda wm, wn: (2 * (wm // 16) * (wn // 8), wm // 16, 4 * (wn // 8))),  # no g+8
@@ -373,6 +558,8 @@ WRONG_ANSWERS = [
     (ex.check_pipeline, _pipeline(wait=1, barrier=False)),  # no barrier in the loop
     (ex.check_pipeline, _pipeline(wait=1, barrier=False, barrier_first=True)),  # the barrier before the wait
     (ex.check_pipeline, _pipeline(wait=0, barrier=True)),  # right, but nothing stays in flight
+    (ex.check_pipeline, pipeline_waits_all_after_tile_0),
+    (ex.check_pipeline, pipeline_waits_all_at_the_end),
     (ex.check_pipeline, _pipeline_after_issue(wait=1, wait_at_top=True)),  # write-after-read races
     (ex.check_pipeline, _pipeline_after_issue(wait=1, wait_at_top=False)),
     (ex.check_pipeline, _pipeline_after_issue(wait=2, wait_at_top=False)),
@@ -381,9 +568,61 @@ WRONG_ANSWERS = [
     (ex.check_mma_rounded, _mma(round_a=True, round_b=True, transposed_read=False)),  # bt read as B
     (ex.check_mma_rounded, _mma(round_a=True, round_b=True, transposed_read=True, swap_a=True)),  # a1, a2
     (ex.check_mma_rounded, mma_by_simt),  # the rounded product without the tensor cores
+    (ex.check_mma_rounded, token_mma_then_fma),
+    (ex.check_mma_rounded, right_mma_then_fma),
     (ex.check_mma_rounded, tc.mma_demo_kernel),  # the lesson's kernel: four arguments, B not transposed
 ]
 
 (test_notebook_has_one_cell_per_exercise, test_skeleton_fails, test_solution_passes,
  test_every_check_has_two_plausible_wrong_answers, test_wrong_answer_fails) = exercise_tests(
     NOTEBOOK, SOLUTIONS, WRONG_ANSWERS)
+
+
+@pytest.mark.parametrize("check, answer, what", REFUSED_LOOKUPS)
+def test_lookup_is_refused_and_named(check, answer, what):
+    """Each lookup gives the right numbers (on the check's own inputs); the check refuses it, names what
+    it called, says the exercise is to work it out, and prints no answer."""
+    if check is ex.check_c_owner:
+        rows, cols = np.divmod(np.arange(64 * 64), 64)
+        assert all(np.array_equal(mine, right) for mine, right in
+                   zip(answer(rows, cols), ex.solution_c_owner(rows, cols), strict=True))
+    else:
+        wms, wns = (np.array(v) for v in zip(*ex.SLAB_TILES, strict=True))
+        assert all(np.array_equal(mine, right) for mine, right in
+                   zip(answer(wms, wns), ex.solution_per_slab(wms, wns), strict=True))
+    result = check(answer)
+    assert not result.passed
+    assert what in result.message and "work it out yourself" in result.message, result.message
+    assert "you say" not in result.message  # refused before any element is compared
+
+
+def test_pipeline_that_stops_overlapping_is_named():
+    """wait_group(1) at tile 0, wait_group(0) after: right outputs, but the check names the idle wait."""
+    result = ex.check_pipeline(pipeline_waits_all_after_tile_0)
+    assert not result.passed
+    assert "left none of its copies in flight" in result.message, result.message
+    assert "wait 2 of" in result.message, result.message
+
+
+def test_pipeline_solution_keeps_a_copy_in_flight_at_every_wait_but_the_last():
+    for kernel in (ex.solution_pipeline, pipeline_waits_all_after_tile_0):
+        x = np.arange(128 * 5, dtype=np.float32)
+        with ex.cp_async_log() as log:
+            ex.trace(kernel, 1, 32, x, np.zeros_like(x), np.int64(5))
+        assert (ex._idle_waits(log) is None) == (kernel is ex.solution_pipeline)
+
+
+def test_mma_outputs_must_reach_memory():
+    """A token MMA (or a right one, dropped) beside the product by FMA loops: refused, the slip named."""
+    for kernel in (token_mma_then_fma, right_mma_then_fma):
+        result = ex.check_mma_rounded(kernel)
+        assert not result.passed
+        assert "what the MMA returned" in result.message, result.message
+
+
+def test_syncwarp_orders_a_one_warp_tile():
+    """A one-warp block: cuda.syncwarp() is its barrier, so the tile through shared memory passes."""
+    result = ex.check_cp_async_tile(synced_by_syncwarp)
+    assert result.passed, result
+    result = ex.check_cp_async_tile(syncwarp_before_the_wait)
+    assert not result.passed and "no barrier between the read and the copy" in result.message, result

@@ -15,25 +15,31 @@
    durations of lesson 6's kernel's cp.async pipelines and cuBLAS SGEMM at 2048^3 (from lesson 6's
    kernel, within 2%), and on made-up kernels of other GPUs.
 5. A 3-stage cp.async pipeline's loop: the wait and the barrier; checked as exercise 2 on several
-   tile counts, and the simulator's log must show a tile still in flight at each wait but the last.
+   tile counts, and the simulator's log must show, for every lane, one of its copies still in flight
+   after each of its waits but the last (a wait for everything at any tile but the last fails).
 6. cvt.rna: one warp's MMA D = A B^T (B given transposed), A and B rounded to TF32, not cut; the
-   result is held to the rounded product within the MMA's sums (a cut one is 100s of times further).
+   values stored in D must be those the simulated MMA returned (bit for bit: a product summed by the
+   lanes' own FMAs beside a token MMA fails), and the result is held to the rounded product within
+   the MMA's sums (a cut one is 100s of times further).
 """
 
 from __future__ import annotations
 
 import math
 import re
+import sys
 
 import numpy as np
 from numba import cuda, float32
 
 from .. import SIMULATED, gates, lessons, ptx
 from ..kernels import tc_codegen
+from ..kernels import tensor_cores as tc
 from ..lessons import tensor_cores as lesson
-from ..sim.ptx import c_fragment, cp_async_log, mmas_completed, tf32_rna, tf32_truncate
+from ..sim.ptx import c_fragment, cp_async_log, mma_outputs, mmas_completed, tf32_rna, tf32_truncate
 from ..sim.trace import trace
 from . import guarded, report
+from .reach import answers, reaches
 
 # ----------------------------------------------------------------------------- exercise 1
 
@@ -51,6 +57,26 @@ def _accumulator_owner(row: int, col: int) -> tuple[int, int, int, int]:
     raise AssertionError("unreachable: every element of a 16x8 tile has an owner")
 
 
+def _calls_a_helper(function, helpers) -> str:
+    """'' or a refusal: ``function`` can call one of ``helpers`` ((object, its name, what it does)
+    triples) or a reference solution of this lesson (the solution itself, checked as itself, is not
+    refused)."""
+    own = getattr(function, "py_func", function)
+    solutions = [(solution, f"the reference solution {solution.__name__}", "is the answer") for solution in
+                 answers(sys.modules[__name__]) if getattr(solution, "py_func", solution) is not own]
+    for helper, what, does in [*solutions, *helpers]:  # nearest first: _accumulator_owner calls c_fragment
+        if reaches(function, helper):
+            return f"your function calls {what}, which {does}: the exercise is to work it out yourself"
+    return ""
+
+
+def _c_owner_helpers() -> list:
+    looks_up = "looks the owner up for you"
+    return [(_accumulator_owner, "exercises._accumulator_owner (the check's own answer)", looks_up),
+            (tc.fragment_owners, "the course's tc.fragment_owners() (the layout picture's table)", looks_up),
+            (c_fragment, "the simulator's c_fragment (its layout table)", looks_up)]
+
+
 def check_c_owner(c_owner) -> object:
     """``c_owner(row, col)`` returns (lane, i, j, q): the lane and the accumulator ``acc{i}_{j}_{q}`` of the
     generated kernels that hold element [row][col] of a warp's 64x64 tile of C. The check passes all
@@ -61,6 +87,10 @@ def check_c_owner(c_owner) -> object:
             "8j..; inside one, lane (g, t) holds rows g and g+8 at columns 2t and 2t+1 in c0..c3")
 
     def attempt():
+        refused = _calls_a_helper(c_owner, _c_owner_helpers())
+        if refused:
+            return report(name, False, f"{refused}, from g = lane // 4, t = lane % 4 and the tiling, in "
+                                       "arithmetic")
         cells = [(row, col) for row in range(WARP_TILE_M) for col in range(WARP_TILE_N)]
         order = np.random.default_rng().permutation(len(cells))
         rows = np.array([cells[k][0] for k in order], np.int64)
@@ -246,6 +276,13 @@ def check_per_slab(per_slab) -> object:
             "A covers 4 k of one row (rows g and g+8), a 4-byte load of B one k of one column")
 
     def attempt():
+        counts = "counts the generated kernel for you"
+        refused = _calls_a_helper(per_slab, [
+            (_counted_per_slab, "exercises._counted_per_slab (the check's own count)", counts),
+            (tc_codegen.kernel_source, "the generator's kernel_source (the code the check counts)", counts)])
+        if refused:
+            return report(name, False, f"{refused}, from the tiling: MMA tiles of 16x8, slabs two k-steps "
+                                       "deep")
         wms = np.array([wm for wm, _ in SLAB_TILES], np.int64)
         wns = np.array([wn for _, wn in SLAB_TILES], np.int64)
         try:
@@ -346,6 +383,19 @@ PIPELINE_STAGES = 3
 PIPELINE_TILES = (1, 2, 5, 7)  # tile counts the check runs
 
 
+def _idle_waits(log) -> tuple[int, int, int] | None:
+    """(thread, which wait (from 1), its waits) of the first wait, other than a thread's last, after
+    which none of that thread's copies was in flight; or None."""
+    waits: dict[int, list[int]] = {}
+    for thread, _groups, copies in log.waits:
+        waits.setdefault(thread, []).append(copies)
+    for thread, copies in sorted(waits.items()):
+        for number, in_flight in enumerate(copies[:-1], start=1):
+            if not in_flight:
+                return thread, number, len(copies)
+    return None
+
+
 def check_pipeline(kernel) -> object:
     """``kernel(x, y, tiles)``, one block of 32 threads: y = x reversed tile by tile (128 floats a tile),
     the tiles streamed through a 3-stage cp.async pipeline."""
@@ -376,13 +426,17 @@ def check_pipeline(kernel) -> object:
                 return report(name, False, f"{tiles} tile(s): {copies} of {32 * tiles} cp.async copies "
                                            "landed (plain stores do not count). Hint: keep the copies as "
                                            "given")
-            if tiles > 1 and not any(in_flight for _, in_flight in log.waits):
-                return report(name, False, f"{tiles} tile(s): the outputs are right, but no copy was in "
-                                           "flight after any wait: the pipeline never overlaps a copy with "
-                                           f"work. {hint}")
+            idle = _idle_waits(log)
+            if idle:
+                thread, number, count = idle
+                return report(name, False, f"{tiles} tile(s): the outputs are right, but lane {thread}'s "
+                                           f"wait {number} of {count} left none of its copies in flight: "
+                                           "every wait but the last must leave the next tile's copy coming "
+                                           "while the lane works on this one (a wait for everything overlaps "
+                                           f"nothing). {hint}")
         return report(name, True, f"{len(PIPELINE_TILES)} runs ({', '.join(map(str, PIPELINE_TILES))} tiles) "
-                                  "right, one tile in flight while each is read, every read ordered by a "
-                                  "barrier with the copies to its bytes")
+                                  "right, the next tile in flight at every wait but the last, every read "
+                                  "ordered by a barrier with the copies to its bytes")
 
     return guarded(name, attempt)
 
@@ -424,16 +478,20 @@ def check_mma_rounded(kernel) -> object:
         bt = rng.standard_normal((8, 8), dtype=np.float32)
         d = np.full((16, 8), np.nan, np.float32)
         cannot = "" if SIMULATED else gates.missing(gates.Needs(cc=(8, 0), why="mma.sync .tf32"))
+        simulated = d.copy()  # the simulator's run: its MMAs are counted and their D kept
         mmas = mmas_completed()
         if cannot:  # a GPU before sm_80 cannot run it: the simulator runs it
             print(f"{name}: the kernel {cannot}: checked on the simulator only")
-            trace(kernel, 1, 32, a, bt, d)
+            trace(kernel, 1, 32, a, bt, simulated)
+            d = simulated
         else:
             d_d = cuda.to_device(d)
             kernel[1, 32](cuda.to_device(a), cuda.to_device(bt), d_d)
             d = d_d.copy_to_host()
-            if not SIMULATED:  # the MMAs are counted on the simulator
-                trace(kernel, 1, 32, a, bt, np.full((16, 8), np.nan, np.float32))
+            if SIMULATED:
+                simulated = d
+            else:  # the MMAs are counted on the simulator
+                trace(kernel, 1, 32, a, bt, simulated)
         mmas = mmas_completed() - mmas
         if np.isnan(d).any():
             return report(name, False, f"{int(np.isnan(d).sum())} of D's 128 elements never written (NaN). "
@@ -448,6 +506,15 @@ def check_mma_rounded(kernel) -> object:
         if mmas != 1:
             return report(name, False, f"the warp ran {mmas} mma_tf32, not one: the exercise is one "
                                        "tensor-core MMA of the whole warp, each lane bringing its fragments")
+        from_mma = mma_outputs(1)[0]
+        foreign = int(np.sum(~np.isin(simulated, from_mma)))  # placed wrong is not foreign: see below
+        if foreign:
+            some = "none" if foreign == 128 else "not all"
+            return report(name, False, f"the warp ran its MMA, but {some} of the values stored in d are "
+                                       "what the MMA returned: the product must come from the "
+                                       "tensor cores. Hint: store each lane's d0..d3 from mma_tf32 as they "
+                                       "are, at rows g, g+8, columns 2t, 2t+1, with no arithmetic of your "
+                                       "own")
         if off(tf32_rna) <= unit:
             return report(name, True, "D is A B with A and B rounded to nearest TF32, not cut")
         if off(tf32_truncate) <= unit:

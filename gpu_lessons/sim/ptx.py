@@ -21,7 +21,8 @@ The traffic tracer counts each copy where it is issued, as one global read of ``
 when 0) and one shared write of the whole copy (Nsight Compute files these under its ``ldgsts``
 metrics rather than plain loads and stores). ``cp_async_log()`` records, for the launches run inside
 it, every copy issued and every copy landed (so a check can tell a cp.async tile from plain stores).
-While one is open, the simulator's ``syncthreads`` and the tracer's shared arrays also note each
+While one is open, the simulator's ``syncthreads`` (and a ``syncwarp`` that every thread of a
+one-warp block joins, as good a barrier there) and the tracer's shared arrays also note each
 barrier a thread passes and each shared element it reads, so that ``CpAsyncLog.race()`` can tell,
 whatever order the simulator's threads happened to run in, whether a read and a copy to the same
 bytes by another thread are ordered by a barrier (reads are seen only under ``sim.trace``).
@@ -71,7 +72,7 @@ __all__ = [
     "HOPPER_TF32", "MmaModel", "a_fragment", "b_fragment", "c_fragment", "cp_async4", "cp_async8",
     "CpAsyncLog", "cp_async16", "cp_async_commit_group", "cp_async_log", "cp_async_wait_all",
     "cp_async_wait_group", "cvt_rna_tf32",
-    "mma_m16n8k8", "mma_tf32", "mmas_completed", "tf32_rna", "tf32_truncate",
+    "mma_m16n8k8", "mma_outputs", "mma_tf32", "mmas_completed", "tf32_rna", "tf32_truncate",
 ]
 
 MMA_KIND = "mma_sync"
@@ -197,11 +198,20 @@ ROWS_AT_ONCE = 4  # NumPy lets go of the GIL on arrays of 500+ elements; inside 
 
 
 _MMAS = [0]  # warp-level MMAs completed by simulated kernels
+_MMA_OUTPUTS: deque = deque(maxlen=64)  # the D (16x8 float32) of the latest MMAs, oldest first
 
 
 def mmas_completed() -> int:
     """How many warp-level ``mma_tf32`` the simulator has completed so far (a check's before/after)."""
     return _MMAS[0]
+
+
+def mma_outputs(count: int) -> list[np.ndarray]:
+    """The D (16x8 float32, copies) of the ``count`` latest simulated MMAs, oldest first (up to 64):
+    what the tensor core returned to the lanes, so that a check can tell it reached memory."""
+    if not 0 <= count <= _MMA_OUTPUTS.maxlen:
+        raise ValueError(f"mma_outputs: 0..{_MMA_OUTPUTS.maxlen} MMAs are kept, asked for {count}")
+    return [d.copy() for d in list(_MMA_OUTPUTS)[len(_MMA_OUTPUTS) - count:]] if count else []
 
 
 def _complete_mma(arrivals) -> None:
@@ -220,6 +230,7 @@ def _complete_mma(arrivals) -> None:
     step = ROWS_AT_ONCE
     d = np.concatenate([_mma(a[None, r:r + step], b[None], c[None, r:r + step], HOPPER_TF32)[0]
                         for r in range(0, 16, step)])
+    _MMA_OUTPUTS.append(d.copy())
     for arrival in arrivals:
         arrival.result = tuple(d[row, col] for row, col in c_fragment(arrival.lane))
 
@@ -253,7 +264,8 @@ class CpAsyncLog:
     """The simulated cp.async copies of the launches run inside ``cp_async_log()``: ``issued`` holds
     (thread id, dst byte offset, copy size, src_bytes) per copy as issued; ``landed`` holds (dst array
     address, dst byte offset, copy size) per copy as a wait landed it in shared memory; ``waits`` holds
-    (thread id, groups still in flight after it) per wait. ``events`` holds, in each thread's order,
+    (thread id, groups still in flight after it, copies still in flight after it) per wait (a group
+    committed with no copy in it counts as a group, not as a copy). ``events`` holds, in each thread's order,
     (kind, thread id, barriers it had passed, its event number, byte address, size, copy id) for kind
     "issue", "land" (at the issuing thread's wait) and "read" (a shared element, under the tracer)."""
 
@@ -332,8 +344,19 @@ def _hook() -> None:
                 log.note("read", thread, address, size)
         return value
 
+    def complete_syncwarp(arrivals):
+        _HOOKED["syncwarp"](arrivals)
+        block = getattr(arrivals[0].thread._manager, warp._BLOCK_ATTR)
+        if len(arrivals) == block.thread_count:  # every thread of a one-warp block: a barrier
+            for log in _LOGS:
+                for arrival in arrivals:
+                    thread = arrival.thread.thread_id
+                    log.barriers[thread] = log.barriers.get(thread, 0) + 1
+
+    _HOOKED["syncwarp"] = warp._COMPLETERS[warp.SYNCWARP]
     BlockThread.syncthreads = syncthreads
     recorder.TracedSharedArray.__getitem__ = read
+    warp._COMPLETERS[warp.SYNCWARP] = complete_syncwarp
 
 
 def _unhook() -> None:
@@ -341,6 +364,7 @@ def _unhook() -> None:
 
     BlockThread.syncthreads = _HOOKED.pop("sync")
     recorder.TracedSharedArray.__getitem__ = _HOOKED.pop("getitem")
+    warp._COMPLETERS[warp.SYNCWARP] = _HOOKED.pop("syncwarp")
 
 
 @contextmanager
@@ -447,8 +471,9 @@ def cp_async_wait_group(n):
             for log in _LOGS:
                 log.landed.append((address, offset, data.size))
                 log.note("land", thread, address + offset, data.size, copy)
+    copies = sum(len(group) for group in groups)
     for log in _LOGS:
-        log.waits.append((thread, len(groups)))
+        log.waits.append((thread, len(groups), copies))
 
 
 def cp_async_wait_all():
