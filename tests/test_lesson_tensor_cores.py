@@ -57,6 +57,17 @@ def test_the_numbers_the_lesson_quotes(recorded):
     assert round(lesson.tf32_peak_gflops(recorded) / 1e3, 1) == 317.0
     assert lesson.warps_per_sm(recorded, "warp_tile_64x64") == 8  # 254 registers x 128 threads: 2 blocks
     assert lesson.warps_per_sm(recorded, "warp_tile") == 8  # 162 registers x 256 threads: 1 block
+    ncu = lesson.ncu_table(recorded)  # section 6: the 64x64 tiles' instruction drop at 2048^3
+    assert round(ncu.loc["warp_tile", "instructions"] / 1e6, 1) == 94.4
+    assert round(ncu.loc["warp_tile_64x64", "instructions"] / 1e6, 1) == 75.1
+    assert round(ncu.loc["warp_tile", "issue_active"], 1) == 56.6
+    assert round(ncu.loc["warp_tile_64x64", "issue_active"], 1) == 55.1
+    stalls = ncu.loc[[lesson.LESSON6, *lesson.SIMT_PIPELINES]]  # section 7: what moved with the issue rate
+    assert stalls["dispatch_stall"].round(2).tolist() == [0.25, 0.29, 0.44, 0.42]
+    assert stalls["short_scoreboard"].round(2).tolist() == [0.08, 0.22, 0.16, 0.15]
+    ceiling = lesson.mma_ceiling(recorded).set_index(["warps_per_sm", "chains"])["tflops"].round(1)
+    assert ceiling[(4, 8)] == 281.3 and ceiling[(8, 4)] == 301.7  # section 3: 32 chains per SM either way
+    assert round(lesson.DATASHEET_TF32_DENSE_TFLOPS / 64.3, 1) == 7.7  # the takeaway: 989 / 2 over FP32's
 
 
 def test_scoreboard_rows(recorded):
@@ -123,6 +134,8 @@ def test_simt_pipelines_and_their_counters(recorded):
     assert table["of_sgemm 4096^3"].tolist()[:4] == [0.84, 0.81, 0.75, 0.76]
     assert table["registers"].tolist()[:4] == [235, 255, 217, 217]
     writes = table["shared_write_wavefronts"]
+    assert (writes.iloc[1:4] / 1e6).round(1).tolist() == [7.0, 6.8, 6.5]  # section 7: 3.2 -> 6.5-7.0 M
+    assert table["counters_source"].tolist()[-1].startswith("lesson 6")  # cuBLAS's, noted in the figure
     assert writes.iloc[0] == 3_196_032 and (writes.iloc[1:4] > 6_000_000).all() and math.isnan(writes.iloc[4])
     bare = recorded.with_evidence(ncu={})
     assert lesson.simt_pipeline(bare)["issue_active"].isna().all()  # a run without --ncu: no counters

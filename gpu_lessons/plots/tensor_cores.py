@@ -283,7 +283,8 @@ def error_against_k(model: pd.DataFrame, measured: pd.DataFrame, provenance: str
     high = max(model["relative_error"].max(), measured["relative_error"].max())
     ax.set_ylim(low / 3, high * 25)  # room above the lines for the legend
     finish(fig, ax, "Error against float64: TF32's is set by its operands, FP32's grows with K",
-           "K (the sum's length; log scale)", "relative error ‖C − C64‖ / ‖C64‖ (log scale)", provenance,
+           "K (the sum's length; log scale; points at one K nudged apart sideways)",
+           "relative error ‖C − C64‖ / ‖C64‖ (log scale)", provenance,
            legend_loc="upper left")
     ax.legend(fontsize=STYLE["legend_size"] - 1, frameon=False, loc="upper left", ncols=2)
     tf32 = measured[measured["precision"] == "tf32"]["relative_error"]
@@ -414,6 +415,12 @@ def simt_pipeline(summary: pd.DataFrame, provenance: str | None = None) -> Figur
     ax.set_ylim(0, 100)
     ax.set_xticks(x, labels, fontsize=STYLE["tick_size"] - 2)
     ax.set_title("issue slots busy (2048³)", fontsize=STYLE["label_size"], loc="left")
+    sources = summary["counters_source"] if "counters_source" in summary else pd.Series("", summary.index)
+    if sources.nunique() > 1:  # some kernel's counters come from another recording: say which, under it
+        common = sources.mode().iloc[0]
+        others = [f"{short[n].replace(chr(10), ' ')}'s counters: from {sources[n]}" for n in names
+                  if sources[n] and sources[n] != common]
+        ax.set_xlabel("; ".join(others), fontsize=STYLE["note_size"] - 2)
     ax.set_ylabel("% of cycles an instruction issues", fontsize=STYLE["label_size"] - 1)
 
     ax = fig.add_subplot(grid[0, 2])
