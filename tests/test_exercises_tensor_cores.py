@@ -361,6 +361,30 @@ def right_mma_then_fma(a, bt, d):  # the right MMA, its outputs dropped for the 
         d[r, c] = s
 
 
+@cuda.jit
+def pipeline_drained_after_the_loop(x, y, tiles):  # right: the solution, then a wait for all after the loop
+    smem = cuda.shared.array(3 * 128, float32)
+    t = cuda.threadIdx.x
+    for q in range(12):
+        smem[12 * t + q] = math.nan
+    cuda.syncthreads()
+    for s in range(2):
+        if s < tiles:
+            ptx.cp_async16(smem, 128 * s + 4 * t, x, 128 * s + 4 * t, 16)
+        ptx.cp_async_commit_group()
+    for tile in range(tiles):
+        ptx.cp_async_wait_group(1)
+        cuda.syncthreads()
+        ahead = tile + 2
+        if ahead < tiles:
+            ptx.cp_async16(smem, 128 * (ahead % 3) + 4 * t, x, 128 * ahead + 4 * t, 16)
+        ptx.cp_async_commit_group()
+        base = 128 * (tile % 3)
+        for q in range(4):
+            y[128 * tile + 4 * t + q] = smem[base + 127 - 4 * t - q]
+    ptx.cp_async_wait_all()
+
+
 def _pipeline(wait: int, barrier: bool, barrier_first: bool = False):
     """Exercise 5's kernel with this wait_group count and barrier placement."""
 
@@ -609,7 +633,7 @@ def test_pipeline_solution_keeps_a_copy_in_flight_at_every_wait_but_the_last():
         x = np.arange(128 * 5, dtype=np.float32)
         with ex.cp_async_log() as log:
             ex.trace(kernel, 1, 32, x, np.zeros_like(x), np.int64(5))
-        assert (ex._idle_waits(log) is None) == (kernel is ex.solution_pipeline)
+        assert (ex._idle_waits(log, 5) is None) == (kernel is ex.solution_pipeline)
 
 
 def test_mma_outputs_must_reach_memory():
@@ -618,6 +642,12 @@ def test_mma_outputs_must_reach_memory():
         result = ex.check_mma_rounded(kernel)
         assert not result.passed
         assert "what the MMA returned" in result.message, result.message
+
+
+def test_pipeline_drained_after_the_loop_passes():
+    """A wait for everything after the loop has nothing left to land: it is not an idle wait."""
+    result = ex.check_pipeline(pipeline_drained_after_the_loop)
+    assert result.passed, result
 
 
 def test_syncwarp_orders_a_one_warp_tile():

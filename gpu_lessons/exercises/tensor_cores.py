@@ -383,13 +383,18 @@ PIPELINE_STAGES = 3
 PIPELINE_TILES = (1, 2, 5, 7)  # tile counts the check runs
 
 
-def _idle_waits(log) -> tuple[int, int, int] | None:
+def _idle_waits(log, tiles: int) -> tuple[int, int, int] | None:
     """(thread, which wait (from 1), its waits) of the first wait, other than a thread's last, after
-    which none of that thread's copies was in flight; or None."""
-    waits: dict[int, list[int]] = {}
-    for thread, _groups, copies in log.waits:
-        waits.setdefault(thread, []).append(copies)
-    for thread, copies in sorted(waits.items()):
+    which none of that thread's copies was in flight; or None. Waits past one a tile that land nothing
+    (a drain after the loop, say) are left out: the loop's last wait is then the last."""
+    waits: dict[int, list[tuple[int, int]]] = {}
+    for thread, _groups, copies, before in log.waits:
+        waits.setdefault(thread, []).append((copies, before))
+    for both in waits.values():
+        while len(both) > tiles and both[-1][1] == 0:
+            both.pop()
+    for thread, both in sorted(waits.items()):
+        copies = [after for after, _ in both]
         for number, in_flight in enumerate(copies[:-1], start=1):
             if not in_flight:
                 return thread, number, len(copies)
@@ -426,7 +431,7 @@ def check_pipeline(kernel) -> object:
                 return report(name, False, f"{tiles} tile(s): {copies} of {32 * tiles} cp.async copies "
                                            "landed (plain stores do not count). Hint: keep the copies as "
                                            "given")
-            idle = _idle_waits(log)
+            idle = _idle_waits(log, tiles)
             if idle:
                 thread, number, count = idle
                 return report(name, False, f"{tiles} tile(s): the outputs are right, but lane {thread}'s "

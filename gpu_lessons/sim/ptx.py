@@ -264,10 +264,11 @@ class CpAsyncLog:
     """The simulated cp.async copies of the launches run inside ``cp_async_log()``: ``issued`` holds
     (thread id, dst byte offset, copy size, src_bytes) per copy as issued; ``landed`` holds (dst array
     address, dst byte offset, copy size) per copy as a wait landed it in shared memory; ``waits`` holds
-    (thread id, groups still in flight after it, copies still in flight after it) per wait (a group
-    committed with no copy in it counts as a group, not as a copy). ``events`` holds, in each thread's order,
-    (kind, thread id, barriers it had passed, its event number, byte address, size, copy id) for kind
-    "issue", "land" (at the issuing thread's wait) and "read" (a shared element, under the tracer)."""
+    (thread id, groups still in flight after it, copies still in flight after it, copies in flight
+    before it) per wait (a group committed with no copy in it counts as a group, not as a copy).
+    ``events`` holds, in each thread's order, (kind, thread id, barriers it had passed, its event number,
+    byte address, size, copy id) for kind "issue", "land" (at the issuing thread's wait) and "read" (a
+    shared element, under the tracer)."""
 
     issued: list = field(default_factory=list)
     landed: list = field(default_factory=list)
@@ -464,6 +465,7 @@ def cp_async_wait_group(n):
     if n < 0:
         raise ValueError(f"cp_async_wait_group: n must be >= 0, got {n}")
     thread = _current_id() if _LOGS else -1
+    before = sum(len(group) for group in groups)
     while len(groups) > n:
         for dst_raw, offset, data, copy in groups.popleft():
             dst_raw.view(np.uint8)[offset:offset + data.size] = data
@@ -473,7 +475,7 @@ def cp_async_wait_group(n):
                 log.note("land", thread, address + offset, data.size, copy)
     copies = sum(len(group) for group in groups)
     for log in _LOGS:
-        log.waits.append((thread, len(groups), copies))
+        log.waits.append((thread, len(groups), copies, before))
 
 
 def cp_async_wait_all():
