@@ -375,6 +375,12 @@ def progression(wide: pd.DataFrame, provenance: str | None = None) -> Figure:
                     f"{described}.{untimed}")
 
 
+def _recording(source: str) -> str:
+    """'lesson 6 ncu 2cbd25c' -> "lesson 6's recording" (the commit is the deep dive's to give)."""
+    words = source.split()
+    return f"lesson {words[1]}'s recording" if words[:1] == ["lesson"] and len(words) > 1 else source
+
+
 def simt_pipeline(summary: pd.DataFrame, provenance: str | None = None) -> Figure:
     """Three panels per kernel (lesson 6's, its cp.async pipelines, cuBLAS SGEMM): the share of cuBLAS at
     each shape; the issue slots busy (Nsight Compute); shared-memory wavefronts, loads and writes."""
@@ -418,7 +424,7 @@ def simt_pipeline(summary: pd.DataFrame, provenance: str | None = None) -> Figur
     sources = summary["counters_source"] if "counters_source" in summary else pd.Series("", summary.index)
     if sources.nunique() > 1:  # some kernel's counters come from another recording: say which, under it
         common = sources.mode().iloc[0]
-        others = [f"{short[n].replace(chr(10), ' ')}'s counters: from {sources[n]}" for n in names
+        others = [f"{short[n].replace(chr(10), ' ')}'s counters: from {_recording(sources[n])}" for n in names
                   if sources[n] and sources[n] != common]
         ax.set_xlabel("; ".join(others), fontsize=STYLE["note_size"] - 2)
     ax.set_ylabel("% of cycles an instruction issues", fontsize=STYLE["label_size"] - 1)
