@@ -695,6 +695,12 @@ def _no_chain(x, blocks, threads):
     return _bound(x, int(math.log2(threads)) + blocks - 1)  # forgets each thread's grid-stride chain
 
 
+def test_the_lessons_own_kernel_answers_no_exercise():
+    for kernel in (k.grid_stride, k.tree_first_add, k.warp_shuffle):  # `reduce_sum = kernels.grid_stride`
+        message = ex.check_reduce_sum(kernel).message
+        assert "lesson's own kernels" in message and "work it out" in message, message
+
+
 def test_calling_a_solution_or_helper_answers_no_exercise():
     assert "solution_half_sums" in ex.check_half_sums(calls_solution_half_sums).message
     assert "solution_reduce_sum" in ex.check_reduce_sum(calls_solution_reduce_sum).message

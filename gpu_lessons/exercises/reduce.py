@@ -49,6 +49,11 @@ def _calls_an_answer(function, helpers=()) -> str | None:
     """A refusal if the learner's function can call one of the given course helpers or any reference
     solution of this lesson (``solution_*``, its own exercise's included: an alias of it is not an answer),
     else None."""
+    own = getattr(function, "py_func", function)
+    for value in vars(k).values():  # the lesson's own kernels, passed as the answer (an alias)
+        if getattr(value, "py_func", None) is own:
+            return (f"your code is kernels.{own.__name__}, one of the lesson's own kernels: the exercise is "
+                    "to work it out yourself, not to call the course's own answer")
     for helper in (*helpers, *answers(sys.modules[__name__])):
         if reaches(function, helper):
             what = "reference solution" if helper in answers(sys.modules[__name__]) else "course helper"
@@ -256,15 +261,15 @@ def check_reduce_sum(kernel) -> object:
     name = "exercise 2 (reduce_sum)"
 
     def attempt():
+        refused = _calls_an_answer(kernel)
+        if refused:
+            return report(name, False, refused)
         names = _names(kernel)
         used = [helper for helper in HELPERS if reaches(kernel, getattr(k, helper))]
         if used:
             return report(name, False, f"your kernel calls kernels.{used[0]}: the exercise is to write the "
                           "block "
                           "level yourself (kernels.warp_reduce_sum inside each warp is allowed)")
-        refused = _calls_an_answer(kernel)
-        if refused:
-            return report(name, False, refused)
         rng = np.random.default_rng()
         x = rng.standard_normal(COUNT_SIZE, dtype=np.float32)
         traced_out = np.zeros(1, np.float32)
