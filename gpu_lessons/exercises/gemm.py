@@ -42,15 +42,19 @@ def _calls_an_answer(function, helpers=()) -> str | None:
     """A refusal if the learner's function can call one of the given course helpers or any reference
     solution of this lesson (``solution_*``, its own exercise's included: an alias of it is no answer),
     else None."""
-    solutions = answers(sys.modules[__name__])
-    for helper in (*helpers, *solutions):
+    module = sys.modules[__name__]
+    solutions = {name: getattr(module, name) for name in dir(module) if name.startswith("solution_")}
+    for helper in (*helpers, *answers(module)):
         if reaches(function, helper):
-            what = "a reference solution" if any(helper is s for s in solutions) else "a course helper"
             called = getattr(helper, "py_func", helper)
-            where = "exercises" if called.__module__ == __name__ or any(helper is s for s in solutions) else (
-                called.__module__.removeprefix("gpu_lessons."))
-            return (f"your code calls {where}.{called.__name__}, {what}: the exercise is to work it out "
-                    "yourself, not to call the course's own answer")
+            place = f"{called.__module__.removeprefix('gpu_lessons.')}.{called.__name__}"
+            named = [name for name, s in solutions.items() if s is helper]
+            if named:  # exercise 1's is the lesson's gemm_tiled_kernel: named as the solution it is here
+                also = f" (here {place})" if called.__name__ != named[0] else ""
+                return (f"your code calls exercises.{named[0]}, a reference solution{also}: the exercise is "
+                        "to work it out yourself, not to call the course's own answer")
+            return (f"your code calls {place}, a course helper: the exercise is to work it out yourself, not "
+                    "to call the course's own answer")
     return None
 
 # ----------------------------------------------------------------------------- exercise 1
