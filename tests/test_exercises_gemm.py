@@ -1,6 +1,8 @@
 """Lesson 6's exercises: each skeleton, exactly as the notebook has it, fails its check; each
 reference solution passes; plausible wrong answers are caught (at least two per check)."""
 
+import types
+
 import numba
 import numpy as np
 import pytest
@@ -15,12 +17,23 @@ from gpu_lessons.exercises import gemm as ex
 from gpu_lessons.vector import load4_shared
 
 NOTEBOOK = "06_gemm_tiling.ipynb"
+
+
+def _same_code(solution):
+    """The reference solution's code as a learner would write it: a new function (kernel) of the same code,
+    not the course's object (which the checks refuse, as they refuse any call of a solution_*)."""
+    function = getattr(solution, "py_func", solution)
+    copy = types.FunctionType(function.__code__, function.__globals__, function.__name__,
+                              function.__defaults__, function.__closure__)
+    return copy if function is solution else cuda.jit(copy)
+
+
 SOLUTIONS = [
-    (ex.check_tiled_kernel, ex.solution_tiled_kernel),
-    (ex.check_micro_tile_kernel, ex.solution_micro_tile_kernel),
-    (ex.check_global_sectors, ex.solution_global_sectors),
-    (ex.check_conflict_free_pieces, ex.solution_conflict_free_pieces),
-    (ex.check_warp_tile_wavefronts, ex.solution_warp_tile_wavefronts),
+    (ex.check_tiled_kernel, _same_code(ex.solution_tiled_kernel)),
+    (ex.check_micro_tile_kernel, _same_code(ex.solution_micro_tile_kernel)),
+    (ex.check_global_sectors, _same_code(ex.solution_global_sectors)),
+    (ex.check_conflict_free_pieces, _same_code(ex.solution_conflict_free_pieces)),
+    (ex.check_warp_tile_wavefronts, 8),  # the number, typed in
 ]
 
 TILE = 16
@@ -623,11 +636,12 @@ def micro_skeleton(a, b, c):
 def _fresh_session():
     """Exercise 5 remembers, per session, the layouts traced and the numbers tried: each test starts anew."""
     ex.lesson.TRACED_LAYOUTS.clear()
+    ex.lesson.MODELLED_LAYOUTS.clear()
     ex._tried.clear()
 
 
 def test_the_warp_tile_prediction_is_no_lookup_and_no_search(capsys):
-    assert ex.check_warp_tile_wavefronts(ex.solution_warp_tile_wavefronts).passed
+    assert ex.check_warp_tile_wavefronts(8).passed
     traced = ex.lesson.traced_shared_wavefronts(ex.PAIRED_8X8_WARP)["tracer"]  # the check's own counter
     message = ex.check_warp_tile_wavefronts(traced).message
     assert not ex.check_warp_tile_wavefronts(traced).passed and "already run" in message, message
@@ -636,7 +650,116 @@ def test_the_warp_tile_prediction_is_no_lookup_and_no_search(capsys):
     assert "different numbers tried" in ex.check_warp_tile_wavefronts(8).message
 
 
+@cuda.jit
+def micro_sizes_written_in(a, b, c):
+    m, depth, n = 37, 9, 35  # the shape the exercise's prose names, typed in
+    row = 2 * (cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y)
+    col = 2 * (cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x)
+    if row >= m or col >= n:
+        return
+    has_row1, has_col1 = row + 1 < m, col + 1 < n
+    acc00 = acc01 = acc10 = acc11 = np.float32(0)
+    for k in range(depth):
+        a0 = a[row, k]
+        a1 = a[row + 1, k] if has_row1 else np.float32(0)
+        b0 = b[k, col]
+        b1 = b[k, col + 1] if has_col1 else np.float32(0)
+        acc00 = cuda.fma(a0, b0, acc00)
+        acc01 = cuda.fma(a0, b1, acc01)
+        acc10 = cuda.fma(a1, b0, acc10)
+        acc11 = cuda.fma(a1, b1, acc11)
+    c[row, col] = acc00
+    if has_col1:
+        c[row, col + 1] = acc01
+    if has_row1:
+        c[row + 1, col] = acc10
+        if has_col1:
+            c[row + 1, col + 1] = acc11
+
+
+@cuda.jit
+def micro_odd_edge_only(a, b, c):
+    m, depth = a.shape
+    n = b.shape[1]
+    row = 2 * (cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y)
+    col = 2 * (cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x)
+    if row >= m or col >= n:
+        return
+    has_row1, has_col1 = row < m - 2, col < n - 2  # 'the last pair is partial': true of 37 and 35 only
+    acc00 = acc01 = acc10 = acc11 = np.float32(0)
+    for k in range(depth):
+        a0 = a[row, k]
+        a1 = a[row + 1, k] if has_row1 else np.float32(0)
+        b0 = b[k, col]
+        b1 = b[k, col + 1] if has_col1 else np.float32(0)
+        acc00 = cuda.fma(a0, b0, acc00)
+        acc01 = cuda.fma(a0, b1, acc01)
+        acc10 = cuda.fma(a1, b0, acc10)
+        acc11 = cuda.fma(a1, b1, acc11)
+    c[row, col] = acc00
+    if has_col1:
+        c[row, col + 1] = acc01
+    if has_row1:
+        c[row + 1, col] = acc10
+        if has_col1:
+            c[row + 1, col + 1] = acc11
+
+
+aliased_tiled_solution = ex.solution_tiled_kernel  # `tiled_gemm = tiled.gemm_tiled_kernel`
+aliased_micro_solution = ex.solution_micro_tile_kernel  # `micro_tile = exercises.solution_micro_tile_kernel`
+aliased_pieces_solution = ex.solution_conflict_free_pieces
+
+
+def calls_sector_solution(m, n, k, bm, bn):
+    from gpu_lessons.exercises import gemm as exercises  # an import inside the function
+
+    return exercises.solution_global_sectors(m, n, k, bm, bn)
+
+
+def test_calling_a_solution_answers_no_exercise():
+    for check, answer, called in ((ex.check_tiled_kernel, aliased_tiled_solution, "solution_tiled_kernel"),
+                                  (ex.check_micro_tile_kernel, aliased_micro_solution,
+                                   "solution_micro_tile_kernel"),
+                                  (ex.check_global_sectors, calls_sector_solution, "solution_global_sectors"),
+                                  (ex.check_conflict_free_pieces, aliased_pieces_solution,
+                                   "solution_conflict_free_pieces")):
+        result = check(answer)
+        assert not result.passed and "work it out" in result.message, result
+        assert called in result.message, result
+    result = ex.check_warp_tile_wavefronts(ex.solution_warp_tile_wavefronts)
+    assert not result.passed and "solution_warp_tile_wavefronts" in result.message, result
+
+
+def test_a_micro_tile_written_for_the_named_shape_fails_on_the_other():
+    for kernel in (micro_sizes_written_in, micro_odd_edge_only):
+        message = ex.check_micro_tile_kernel(kernel).message
+        assert "at 20x16 @ 16x66" in message and "sizes written in" in message, message
+
+
+def test_the_warp_tile_prediction_is_no_model_lookup():
+    for look_up in (lambda: ex.lesson.shared_wavefronts_per_k_step(ex.PAIRED_8X8_WARP)["wavefronts"],
+                    lambda: ex.lesson.per_k_step({"mine": ex.PAIRED_8X8_WARP}).iloc[0][
+                        "shared wavefronts per warp per k-step"]):
+        ex.lesson.MODELLED_LAYOUTS.clear()
+        number = look_up()
+        message = ex.check_warp_tile_wavefronts(number).message
+        assert "pair-rule model" in message and "lookup" in message, message
+    ex.lesson.MODELLED_LAYOUTS.clear()
+    ex.lesson._count_shared_wavefronts(ex.PAIRED_8X8_WARP)  # the private counter, called by hand
+    assert "already run" in ex.check_warp_tile_wavefronts(8).message
+    ex.lesson.TRACED_LAYOUTS.clear()
+    ex.lesson.per_k_step({"step 11": ex.lesson.steps.REGISTER_CAP_TILE})  # section 8's table: another layout
+    assert ex.check_warp_tile_wavefronts(8).passed
+
+
 WRONG_ANSWERS = [
+    (ex.check_tiled_kernel, aliased_tiled_solution),
+    (ex.check_micro_tile_kernel, micro_sizes_written_in),
+    (ex.check_micro_tile_kernel, micro_odd_edge_only),
+    (ex.check_micro_tile_kernel, aliased_micro_solution),
+    (ex.check_global_sectors, calls_sector_solution),
+    (ex.check_conflict_free_pieces, aliased_pieces_solution),
+    (ex.check_warp_tile_wavefronts, ex.solution_warp_tile_wavefronts),  # the reference, read
     (ex.check_tiled_kernel, tiles_swapped),
     (ex.check_tiled_kernel, last_product_only),
     (ex.check_tiled_kernel, global_memory_instead),

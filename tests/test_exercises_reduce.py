@@ -2,6 +2,7 @@
 wrong answers (at least two per check) fail."""
 
 import math
+import types
 
 from test_exercises import exercise_tests
 
@@ -434,6 +435,35 @@ def float32_abs_sum(x, blocks, threads):
     return math.inf if du >= 1 else du / (1 - du) * float(abs(x).sum())  # sum|x| in float32: still right
 
 
+def _depth(x, blocks, threads):
+    return _per_thread(x, blocks, threads) - 1 + int(math.log2(threads)) + blocks - 1
+
+
+def depth_minus_one(x, blocks, threads):
+    return _bound(x, _depth(x, blocks, threads) - 1)  # one rounding short (a tree level, say)
+
+
+def depth_plus_one(x, blocks, threads):
+    return _bound(x, _per_thread(x, blocks, threads) + int(math.log2(threads)) + blocks - 1)  # chain's 0 + x
+
+
+def depth_plus_two(x, blocks, threads):
+    return _bound(x, _per_thread(x, blocks, threads) + int(math.log2(threads)) + blocks)  # both adds onto 0
+
+
+def calls_kernel_depth(x, blocks, threads):
+    return _bound(x, ex.kernel_depth(len(x), blocks, threads))  # the check's own depth, not worked out
+
+
+def calls_solution_tolerance(x, blocks, threads):
+    from gpu_lessons.exercises import reduce as exercises  # an import inside the function
+
+    return exercises.solution_tolerance(x, blocks, threads)
+
+
+aliased_solution_tolerance = ex.solution_tolerance  # `tolerance = exercises.solution_tolerance`
+
+
 # ---------------------------------------------------------------- exercise 4: predict a time
 
 
@@ -482,18 +512,42 @@ def lesson_model_times(n, fits):
     return float(ex.lesson.model_times(table, [n])["value"].iloc[0])  # the lesson's own line, not written
 
 
+def calls_solution_predicted_time(n, fits):
+    return ex.solution_predicted_time(n, fits)  # the reference solution, called
+
+
+@cuda.jit(device=True)
+def calls_solution_half_sums(value):
+    return ex.solution_half_sums(value)  # the reference solution, called
+
+
+calls_solution_reduce_sum = ex.solution_reduce_sum  # `reduce_sum = exercises.solution_reduce_sum`
+
+
+def _same_code(solution):
+    """The reference solution's code as a learner would write it: a new function (kernel) of the same code,
+    not the course's object (which the checks refuse, as they refuse any call of a solution_*)."""
+    function = getattr(solution, "py_func", solution)
+    copy = types.FunctionType(function.__code__, function.__globals__, function.__name__,
+                              function.__defaults__, function.__closure__)
+    if function is solution:
+        return copy
+    return cuda.jit(device=True)(copy) if solution is ex.solution_half_sums else cuda.jit(copy)
+
+
 NOTEBOOK = "05_reduce.ipynb"
 SOLUTIONS = [
-    (ex.check_half_sums, ex.solution_half_sums),
-    (ex.check_reduce_sum, ex.solution_reduce_sum),
-    (ex.check_tolerance, ex.solution_tolerance),
-    (ex.check_predicted_time, ex.solution_predicted_time),
+    (ex.check_half_sums, _same_code(ex.solution_half_sums)),
+    (ex.check_reduce_sum, _same_code(ex.solution_reduce_sum)),
+    (ex.check_tolerance, _same_code(ex.solution_tolerance)),
+    (ex.check_predicted_time, _same_code(ex.solution_predicted_time)),
 ]
 WRONG_ANSWERS = [
     (ex.check_half_sums, whole_warp),
     (ex.check_half_sums, shuffle_down_halves),
     (ex.check_half_sums, assigned_not_added),
     (ex.check_half_sums, through_shared_memory),
+    (ex.check_half_sums, calls_solution_half_sums),
     (ex.check_reduce_sum, early_exit),
     (ex.check_reduce_sum, no_grid_stride),
     (ex.check_reduce_sum, every_lane_adds),
@@ -510,6 +564,7 @@ WRONG_ANSWERS = [
     (ex.check_reduce_sum, first_thread_adds_warp_sums),
     (ex.check_reduce_sum, barrier_before_writes),
     (ex.check_reduce_sum, barrier_only_at_the_start),
+    (ex.check_reduce_sum, calls_solution_reduce_sum),
     (ex.check_tolerance, no_atomics),
     (ex.check_tolerance, no_tree),
     (ex.check_tolerance, one_chain),
@@ -518,6 +573,12 @@ WRONG_ANSWERS = [
     (ex.check_tolerance, atomics_as_tree),
     (ex.check_tolerance, abs_of_sum),
     (ex.check_tolerance, without_denominator),
+    (ex.check_tolerance, depth_minus_one),
+    (ex.check_tolerance, depth_plus_one),
+    (ex.check_tolerance, depth_plus_two),
+    (ex.check_tolerance, calls_kernel_depth),
+    (ex.check_tolerance, calls_solution_tolerance),
+    (ex.check_tolerance, aliased_solution_tolerance),
     (ex.check_predicted_time, datasheet_bandwidth),
     (ex.check_predicted_time, copy_ceiling),
     (ex.check_predicted_time, gib_for_gb),
@@ -527,6 +588,7 @@ WRONG_ANSWERS = [
     (ex.check_predicted_time, grid_sweep_best),
     (ex.check_predicted_time, typed_constants),
     (ex.check_predicted_time, lesson_model_times),
+    (ex.check_predicted_time, calls_solution_predicted_time),
 ]
 
 (test_notebook_has_one_cell_per_exercise, test_skeleton_fails, test_solution_passes,
@@ -574,9 +636,9 @@ def test_the_tolerance_without_its_denominator_fails_on_every_case_and_shows_its
     for n, blocks, threads in ex.ex3_cases(rng):
         x = rng.standard_normal(n).astype(np.float32)
         depth = ex.kernel_depth(n, blocks, threads)
-        low, high = (ex.k.gamma(d) * float(np.abs(x.astype(np.float64)).sum()) for d in (depth, depth + 2))
+        right = ex.k.gamma(depth) * float(np.abs(x.astype(np.float64)).sum())
         got = without_denominator(x, blocks, threads)
-        assert math.isinf(low) or not ex._within(got, low, high), (n, blocks)
+        assert math.isinf(right) or not ex._within(got, right), (n, blocks)
     message = ex.check_tolerance(without_denominator).message
     assert "denominator" in message and "bound is" not in message
     assert ex.check_tolerance(float32_abs_sum).passed
@@ -593,6 +655,61 @@ def test_a_wrong_tolerance_gets_a_true_hint():
     for answer in (lambda x, blocks, threads: math.inf, lambda x, blocks, threads: 0.0):
         message = ex.check_tolerance(answer).message  # d is the exercise's work: never printed
         assert "depth is" not in message and "d u =" not in message, message
+
+
+def test_a_depth_off_by_one_or_two_fails_on_every_finite_case_and_gets_only_its_own_hint():
+    import numpy as np
+
+    rng = np.random.default_rng()
+    for n, blocks, threads in ex.ex3_cases(rng):  # d and d + 1 differ by more than the tolerance everywhere
+        x = rng.standard_normal(n).astype(np.float32)
+        right = ex.solution_tolerance(x, blocks, threads)
+        for answer in (depth_minus_one, depth_plus_one, depth_plus_two):
+            assert math.isinf(right) or not ex._within(answer(x, blocks, threads), right), (n, blocks, answer)
+    short = ex.check_tolerance(depth_minus_one).message  # the first case's chain is not 1 long: no mimicry
+    assert "fewer roundings" in short and "own chain" not in short and "leaves out" not in short, short
+    for answer in (depth_plus_one, depth_plus_two):
+        message = ex.check_tolerance(answer).message
+        assert "adding onto 0" in message and "leaves out" not in message, message
+    for answer in (depth_minus_one, depth_plus_one, depth_plus_two):  # d is the exercise's work
+        message = ex.check_tolerance(answer).message
+        assert "depth is" not in message and "d u =" not in message, message
+
+
+def test_a_hint_fires_only_for_the_slip_it_names_on_every_case():
+    """A depth one short equals 'no chain' on a grid where each thread adds two elements (the old check's
+    first case): the hint must hold on every case, not on the first that fails."""
+    import numpy as np
+
+    x = np.random.default_rng().standard_normal(2**20).astype(np.float32)
+    case = (2**20, 2048, 256)  # 2 elements a thread: its chain is 1 add long
+    answered = [(x, case, depth_minus_one(x, 2048, 256))]
+    hint = ex._tolerance_hint(answered[0][2], x, *case, answered)
+    assert "own chain" in hint  # on this one case alone the two cannot be told apart
+    message = ex.check_tolerance(depth_minus_one).message
+    assert "own chain" not in message, message
+    assert "own chain" in ex.check_tolerance(_no_chain).message
+
+
+def _no_chain(x, blocks, threads):
+    return _bound(x, int(math.log2(threads)) + blocks - 1)  # forgets each thread's grid-stride chain
+
+
+def test_the_lessons_own_kernel_answers_no_exercise():
+    for kernel in (k.grid_stride, k.tree_first_add, k.warp_shuffle):  # `reduce_sum = kernels.grid_stride`
+        message = ex.check_reduce_sum(kernel).message
+        assert "lesson's own kernels" in message and "work it out" in message, message
+
+
+def test_calling_a_solution_or_helper_answers_no_exercise():
+    assert "solution_half_sums" in ex.check_half_sums(calls_solution_half_sums).message
+    assert "solution_reduce_sum" in ex.check_reduce_sum(calls_solution_reduce_sum).message
+    for answer in (calls_solution_tolerance, aliased_solution_tolerance):
+        message = ex.check_tolerance(answer).message
+        assert "solution_tolerance" in message and "work it out" in message, message
+    assert "kernel_depth" in ex.check_tolerance(calls_kernel_depth).message
+    message = ex.check_predicted_time(calls_solution_predicted_time).message
+    assert "solution_predicted_time" in message and "work it out" in message, message
 
 
 def test_a_wrong_prediction_gets_a_true_hint():

@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import sys
 from functools import cache
 
 import numpy as np
@@ -32,6 +33,29 @@ from ..results import read_result
 from ..sim import trace
 from ..vector import load4_shared
 from . import guarded, races, report
+from .reach import answers, reaches
+
+# ----------------------------------------------------------------------------- every exercise
+
+
+def _calls_an_answer(function, helpers=()) -> str | None:
+    """A refusal if the learner's function can call one of the given course helpers or any reference
+    solution of this lesson (``solution_*``, its own exercise's included: an alias of it is no answer),
+    else None."""
+    module = sys.modules[__name__]
+    solutions = {name: getattr(module, name) for name in dir(module) if name.startswith("solution_")}
+    for helper in (*helpers, *answers(module)):
+        if reaches(function, helper):
+            called = getattr(helper, "py_func", helper)
+            place = f"{called.__module__.removeprefix('gpu_lessons.')}.{called.__name__}"
+            named = [name for name, s in solutions.items() if s is helper]
+            if named:  # exercise 1's is the lesson's gemm_tiled_kernel: named as the solution it is here
+                also = f" (here {place})" if called.__name__ != named[0] else ""
+                return (f"your code calls exercises.{named[0]}, a reference solution{also}: the exercise is "
+                        "to work it out yourself, not to call the course's own answer")
+            return (f"your code calls {place}, a course helper: the exercise is to work it out yourself, not "
+                    "to call the course's own answer")
+    return None
 
 # ----------------------------------------------------------------------------- exercise 1
 
@@ -233,15 +257,16 @@ def _unwritten(c, tile: int, block: int) -> str:
     return f"{count}: " + "; ".join(parts)
 
 
-def _verdict(name, c, a, b, tile: int = 16, k_tile: int | None = None, block: int = 16):
-    """None when C is right, else the 'not yet' Result saying what is wrong."""
+def _verdict(name, c, a, b, tile: int = 16, k_tile: int | None = None, block: int = 16, where: str = ""):
+    """None when C is right, else the 'not yet' Result saying what is wrong (``where``: the shape, said
+    first, where the check runs more than one)."""
     if np.isnan(c).any():
-        return report(name, False, _unwritten(c, tile, block))
+        return report(name, False, where + _unwritten(c, tile, block))
     errors = error_report(c, a, b)
     if errors["worst_share_of_bound"] > 1.0:
         reference = a.astype(np.float64) @ b
         worst = np.unravel_index(int(np.argmax(np.abs(c - reference))), c.shape)
-        return report(name, False, f"C[{worst[0]}, {worst[1]}] = {c[worst]:.5f} is wrong. "
+        return report(name, False, f"{where}C[{worst[0]}, {worst[1]}] = {c[worst]:.5f} is wrong. "
                       f"{_pattern(c, a, b, tile, k_tile)}")
     return None
 
@@ -277,6 +302,9 @@ def check_tiled_kernel(kernel) -> object:
     name = "exercise 1 (the shared-tiled kernel's loop)"
 
     def attempt():
+        refused = _calls_an_answer(kernel)
+        if refused:
+            return report(name, False, refused)
         m, k, n = TILED_SHAPE
         a, b = _random_operands(m, k, n)
         c = np.full((m, n), np.nan, np.float32)
@@ -314,6 +342,10 @@ solution_tiled_kernel = tiled.gemm_tiled_kernel
 
 MICRO_BLOCK = (16, 16)  # threads; each computes 2x2 outputs, so a block covers 32x32 of C
 MICRO_SHAPE = (37, 9, 35)  # M, K, N: odd, so the last row and column of micro-tiles are partial
+# A second shape the prose does not name, every dimension another (M and N even: the last micro-tiles
+# whole; 3 blocks along N; K longer than 9): a kernel with the first shape's sizes written in, or guards
+# that take the last micro-tile to be partial, fails here.
+MICRO_SHAPES = (MICRO_SHAPE, (20, 16, 66))
 
 
 def micro_grid(m: int, n: int) -> tuple[int, int]:
@@ -335,19 +367,32 @@ def check_micro_tile_kernel(kernel) -> object:
     name = "exercise 2 (a 2x2 register micro-tile)"
 
     def attempt():
+        refused = _calls_an_answer(kernel)
+        if refused:
+            return report(name, False, refused)
+        for m, k, n in MICRO_SHAPES:
+            a, b = _random_operands(m, k, n)
+            c = np.full((m, n), np.nan, np.float32)
+            where = "" if (m, k, n) == MICRO_SHAPE else f"at {m}x{k} @ {k}x{n} (right at {MICRO_SHAPE[0]}x" \
+                f"{MICRO_SHAPE[1]} @ {MICRO_SHAPE[1]}x{MICRO_SHAPE[2]}: are sizes written in?): "
+            try:
+                kernel[micro_grid(m, n), MICRO_BLOCK](a, b, c)
+            except Exception as error:  # noqa: BLE001 - learner code: feedback that names the shape
+                if not where:
+                    raise
+                return report(name, False, f"{where}your code raised {type(error).__name__}: {error}")
+            wrong = _verdict(name, c, a, b, 2, block=2 * MICRO_BLOCK[0], where=where)
+            if wrong is not None:
+                return wrong
         m, k, n = MICRO_SHAPE
         a, b = _random_operands(m, k, n)
-        c = np.full((m, n), np.nan, np.float32)
-        kernel[micro_grid(m, n), MICRO_BLOCK](a, b, c)
-        wrong = _verdict(name, c, a, b, 2, block=2 * MICRO_BLOCK[0])
-        if wrong is not None:
-            return wrong
         c = np.full((m, n), np.nan, np.float32)
         per_k = _loads_per_thread_per_k(kernel, a, b, c)
         if per_k > 4.5:  # interior threads: 2 of A + 2 of B; edge threads load fewer
             return report(name, False, f"right answer, but {per_k:.1f} global loads per k per thread: "
                           "read a0, a1, b0, b1 once each and reuse them in the four FMAs")
-        return report(name, True, f"correct at the edges, and {per_k:.2f} loads per k per thread feed 4 "
+        return report(name, True, f"correct at the edges of {len(MICRO_SHAPES)} shapes, and {per_k:.2f} "
+                      "loads per k per thread feed 4 "
                       "FMAs (one output per thread would need 2 loads per FMA)")
 
     return guarded(name, attempt)
@@ -414,6 +459,9 @@ def check_global_sectors(predict) -> object:
         return got is None or not np.isfinite(float(got)) or abs(float(got) / expected - 1) > SECTOR_TOLERANCE
 
     def attempt():
+        refused = _calls_an_answer(predict)
+        if refused:
+            return report(name, False, refused)
         lines = []
         for case, ((m, n, k), (bm, bn), measured) in recorded_sectors().items():
             got = predict(m, n, k, bm, bn)
@@ -494,6 +542,9 @@ def check_conflict_free_pieces(kernel) -> object:
     name = "exercise 4 (a conflict-free lane mapping)"
 
     def attempt():
+        refused = _calls_an_answer(kernel)
+        if refused:
+            return report(name, False, refused)
         out, conflicts, wavefronts, loads = _pieces_trace(kernel)
         if np.isnan(out).any():
             return report(name, False, "some outputs were never written: every lane stores its two pieces")
@@ -543,7 +594,31 @@ PAIRED_8X8_WARP = codegen.Tile(bm=32, bn=64, bk=4, tm=8, tn=8, lanes_m=4, interl
 @cache
 def _paired_wavefronts() -> float:
     """The traffic counter's wavefronts per warp per k-step for PAIRED_8X8_WARP (one run a session)."""
-    return lesson._count_shared_wavefronts(PAIRED_8X8_WARP)["tracer"]
+    _check_counted.append(True)
+    return lesson._count_shared_wavefronts(PAIRED_8X8_WARP, noted=False)["tracer"]
+
+
+_check_counted: list = []  # filled when the check itself counts: a cached count without it was asked by hand
+
+
+def _looked_up() -> str | None:
+    """A refusal if this session has already counted PAIRED_8X8_WARP's wavefronts (by the tracer or by the
+    lesson's pair-rule model, the function the check uses included), else None."""
+    layout = lesson.warp_layout(PAIRED_8X8_WARP)
+    if layout in lesson.TRACED_LAYOUTS or (_paired_wavefronts.cache_info().currsize and not _check_counted):
+        return ("the traffic counter has already run on this warp layout in this session "
+                "(lesson.traced_shared_wavefronts): that is the check, not a prediction. Restart the kernel "
+                "and count it out")
+    if layout in lesson.MODELLED_LAYOUTS:
+        return ("the lesson's pair-rule model (lesson.shared_wavefronts_per_k_step, per_k_step or "
+                "lane_layouts) has already counted this warp layout in this session: that is a lookup, not a "
+                "prediction. Restart the kernel and count it out")
+    return None
+
+
+class _Answer(int):
+    """The reference number, as an object of its own: an alias of it (``prediction =
+    exercises.solution_warp_tile_wavefronts``) is found by identity, a number typed in is not."""
 
 
 TRIES = 6  # different wrong numbers in one session before the check stops answering (no brute force)
@@ -559,10 +634,13 @@ def check_warp_tile_wavefronts(prediction) -> object:
     def attempt():
         if prediction is None:
             return report(name, False, "not answered yet: set prediction to a number")
-        if lesson.warp_layout(PAIRED_8X8_WARP) in lesson.TRACED_LAYOUTS:
-            return report(name, False, "the traffic counter has already run on this warp layout in this "
-                          "session (lesson.traced_shared_wavefronts): that is the check, not a prediction. "
-                          "Restart the kernel and count it out")
+        if prediction is solution_warp_tile_wavefronts:
+            return report(name, False, "your prediction is exercises.solution_warp_tile_wavefronts, the "
+                          "reference solution: the exercise is to work it out yourself, not to read the "
+                          "course's own answer")
+        looked_up = _looked_up()
+        if looked_up:
+            return report(name, False, looked_up)
         if len(_tried) >= TRIES:
             return report(name, False, f"{len(_tried)} different numbers tried in this session: that is a "
                           "search, not a prediction. Count it out per operand (16-byte loads per k-step, "
@@ -580,4 +658,4 @@ def check_warp_tile_wavefronts(prediction) -> object:
     return guarded(name, attempt)
 
 
-solution_warp_tile_wavefronts = 8
+solution_warp_tile_wavefronts = _Answer(8)

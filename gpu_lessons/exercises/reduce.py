@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import math
+import sys
 import threading
 from contextlib import contextmanager
 
@@ -32,7 +33,34 @@ from ..lessons import reduce as lesson
 from ..mode import choose_mode
 from ..sim import scheduler, trace
 from . import guarded, races, report
-from .reach import reaches
+from .reach import answers, reaches
+
+# ----------------------------------------------------------------------------- every exercise
+
+
+def _helper_name(helper) -> str:
+    function = getattr(helper, "py_func", helper)
+    module = getattr(function, "__module__", "").rsplit(".", 1)[-1]
+    where = {"reduce": "exercises" if function.__module__ == __name__ else "kernels"}.get(module, module)
+    return f"{where}.{function.__name__}"
+
+
+def _calls_an_answer(function, helpers=()) -> str | None:
+    """A refusal if the learner's function can call one of the given course helpers or any reference
+    solution of this lesson (``solution_*``, its own exercise's included: an alias of it is not an answer),
+    else None."""
+    own = getattr(function, "py_func", function)
+    for value in vars(k).values():  # the lesson's own kernels, passed as the answer (an alias)
+        if getattr(value, "py_func", None) is own:
+            return (f"your code is kernels.{own.__name__}, one of the lesson's own kernels: the exercise is "
+                    "to work it out yourself, not to call the course's own answer")
+    for helper in (*helpers, *answers(sys.modules[__name__])):
+        if reaches(function, helper):
+            what = "reference solution" if helper in answers(sys.modules[__name__]) else "course helper"
+            return (f"your code calls {_helper_name(helper)}, a {what}: the exercise is to work it out "
+                    "yourself, not to call the course's own answer")
+    return None
+
 
 # ----------------------------------------------------------------------------- exercise 1
 
@@ -57,6 +85,9 @@ def check_half_sums(half_sums) -> object:
     name = "exercise 1 (half_sums)"
 
     def attempt():
+        refused = _calls_an_answer(half_sums)
+        if refused:
+            return report(name, False, refused)
         x = np.random.default_rng().standard_normal(WARP_N, dtype=np.float32)
         out = np.full(WARP_BLOCK, np.nan, np.float32)
         kernel = _half_sums_kernel(half_sums)
@@ -230,6 +261,9 @@ def check_reduce_sum(kernel) -> object:
     name = "exercise 2 (reduce_sum)"
 
     def attempt():
+        refused = _calls_an_answer(kernel)
+        if refused:
+            return report(name, False, refused)
         names = _names(kernel)
         used = [helper for helper in HELPERS if reaches(kernel, getattr(k, helper))]
         if used:
@@ -366,10 +400,14 @@ def kernel_depth(n: int, blocks: int, threads: int) -> int:
     return (per_thread - 1) + int(math.log2(threads)) + (blocks - 1)
 
 
-DEPTH_SLACK = 2  # counting the first add onto 0 (exact) in the chain and in the atomics is fine too
-# Every case is deep enough (d u >= 6e-5, or no bound) that gamma_d and d u differ by far more than SAME:
-# many blocks' atomics, long grid-stride chains, one long chain, no bound at all.
-EX3_CASES = ((2**20, 2048, 256), (1000, 2**25, 32), (10**6, 132 * 8, 256), (2**21, 4, 128), (40_000, 1, 1))
+# The bound is gamma_d * sum|x| with d exactly the kernel's depth: adding onto 0 (a thread's first element,
+# the first atomic onto out[0] = 0) is exact, so a depth that counts it (d + 1, d + 2) is not that bound.
+# Every case has d between 1,000 and 200,000 (or d u >= 1, no bound): gamma_d and gamma_(d+1) differ by
+# 1/d >= 5e-6 = SAME, and gamma_d and d u by d u >= 6e-5, far more than SAME. The first case is small (3
+# blocks of 64 threads, d = 1,041 + 6 + 2): a chain, a tree and atomics of different lengths, so that no
+# slip in one of them mimics another.
+EX3_CASES = ((200_000, 3, 64), (2**20, 2048, 256), (1000, 2**25, 32), (10**6, 132 * 8, 256), (2**21, 4, 128),
+             (40_000, 1, 1))
 
 
 def ex3_cases(rng) -> list:
@@ -388,17 +426,22 @@ def check_tolerance(tolerance) -> object:
     name = "exercise 3 (a derived tolerance)"
 
     def attempt():
+        refused = _calls_an_answer(tolerance, (kernel_depth,))
+        if refused:
+            return report(name, False, refused)
         rng = np.random.default_rng()
         cases = ex3_cases(rng)
-        for n, blocks, threads in cases:
-            x = (rng.standard_normal(n) * 10.0 ** rng.uniform(-3, 3)).astype(np.float32)
+        arrays = [(rng.standard_normal(n) * 10.0 ** rng.uniform(-3, 3)).astype(np.float32)
+                  for n, _, _ in cases]
+        answered = [tolerance(x, b, t) for x, (_, b, t) in zip(arrays, cases, strict=True)]
+        every = list(zip(arrays, cases, answered, strict=True))
+        for x, (n, blocks, threads), got in every:
             depth = kernel_depth(n, blocks, threads)
-            abs_sum = float(np.sum(np.abs(x), dtype=np.float64))
-            low, high = _gamma(depth) * abs_sum, _gamma(depth + DEPTH_SLACK) * abs_sum
-            got = tolerance(x, blocks, threads)
-            if not _within(got, low, high):
+            right = _gamma(depth) * float(np.sum(np.abs(x), dtype=np.float64))
+            if not _within(got, right):
+                hint = _tolerance_hint(got, x, n, blocks, threads, every)
                 return report(name, False, f"n={n}, {blocks} blocks of {threads} threads: you gave "
-                              f"{_shown(got)}, not the bound ({_tolerance_hint(got, x, n, blocks, threads)})")
+                              f"{_shown(got)}, not the bound ({hint})")
         return report(name, True, f"gamma_d * sum|x| with the kernel's depth on {len(cases)} arrays and "
                       "grids, "
                       "and no bound (inf) once d u >= 1")
@@ -415,59 +458,114 @@ def _shown(got) -> str:
 
 
 SAME = 5e-6  # relative: a float32 sum|x| (np.abs(x).sum()) is fine; a missing factor 1 / (1 - d u) is not
+FAR = 1e-3  # relative, for a hint whose candidate differs from the bound by a factor (|sum x|, 2u)
 
 
-def _within(got, low: float, high: float) -> bool:
+def _within(got, right: float, rtol: float = SAME) -> bool:
     try:
         value = float(got)
     except (TypeError, ValueError):
         return False
-    if math.isinf(low):
-        return value == low
-    return low * (1 - SAME) <= value <= high * (1 + SAME)
+    if math.isinf(right) or math.isinf(value):
+        return value == right
+    return abs(value - right) <= rtol * abs(right)
 
 
-def _tolerance_hint(got, x, n: int, blocks: int, threads: int) -> str:
-    """What a wrong tolerance got wrong, where its value shows it (each hint true of the answer)."""
+def _slips(x, n: int, blocks: int, threads: int) -> dict:
+    """The named slips: hint -> (what that slip answers for this case, how close counts as that slip)."""
     u = 2.0**-24
-    try:
-        value = float(got)
-    except (TypeError, ValueError):
-        return "return a number: the bound, in the units of the sum"
     depth = kernel_depth(n, blocks, threads)
-    if depth * u >= 1:
-        return "here d u >= 1, so there is no bound: return math.inf"
-    if math.isinf(value):
-        return "here d u < 1: the bound is finite"
     abs_sum = float(np.sum(np.abs(np.asarray(x, np.float64))))
     per_thread = max(1, -(-n // (blocks * threads)))
     levels = int(math.log2(threads))
-    near = {
+
+    def bound(d):
+        return _gamma(d) * abs_sum
+
+    return {
         "the bound grows with sum|x|, not with |sum x|: cancellation does not cancel rounding errors":
-            _gamma(depth) * abs(float(np.sum(x, dtype=np.float64))),
+            (_gamma(depth) * abs(float(np.sum(x, dtype=np.float64))), FAR),
         "u is the unit roundoff of float32, 2^-24 (half of machine epsilon 2^-23)":
-            2 * depth * u / (1 - 2 * depth * u) * abs_sum if 2 * depth * u < 1 else math.inf,
-        "gamma_d = d u / (1 - d u): the denominator matters once d u is not tiny": depth * u * abs_sum,
+            (2 * depth * u / (1 - 2 * depth * u) * abs_sum if 2 * depth * u < 1 else math.inf, SAME),
+        "gamma_d = d u / (1 - d u): the denominator matters once d u is not tiny":
+            (depth * u * abs_sum if depth * u < 1 else math.inf, SAME),
         "your depth leaves out the additions of the blocks' totals onto out[0], one after another":
-            _gamma(depth - (blocks - 1)) * abs_sum,
-        "your depth leaves out the block's tree": _gamma(depth - levels) * abs_sum,
+            (bound(depth - (blocks - 1)), SAME),
+        "your depth leaves out the block's tree": (bound(depth - levels), SAME),
         "your depth leaves out each thread's own chain of adds in the grid-stride loop":
-            _gamma(depth - (per_thread - 1)) * abs_sum,
-        "your depth is that of one chain over all n elements; this kernel splits them":
-            _gamma(n - 1) * abs_sum,
+            (bound(depth - (per_thread - 1)), SAME),
+        "your depth is that of one chain over all n elements; this kernel splits them": (bound(n - 1), SAME),
         "your depth is what a tree over the blocks' sums would add (levels, log2 of the blocks); the atomics "
         "add them onto out[0] one after another":
-            _gamma(depth - (blocks - 1) + math.ceil(math.log2(blocks))) * abs_sum,
+            (bound(depth - (blocks - 1) + math.ceil(math.log2(blocks))), SAME),
         "your depth is that of one tree over all n elements; this kernel's chains and atomics are longer":
-            _gamma(math.ceil(math.log2(max(n, 2)))) * abs_sum,
+            (bound(math.ceil(math.log2(max(n, 2)))), SAME),
+        "the longest chain is the one that rounds up: n / (blocks x threads) elements, rounded up, for the "
+        "threads that get one more":
+            (bound(max(1, n // (blocks * threads)) - 1 + levels + blocks - 1), SAME),
+        "your depth counts more roundings than the kernel makes, the same number more on every grid: is "
+        "adding onto 0 (a thread's first element onto its register's 0, the first block's sum onto "
+        "out[0] = 0) a rounding?":
+            None,  # a constant excess: matched in _tolerance_hint, whatever its size
+        "your depth counts fewer roundings than the kernel makes, the same number fewer on every grid: count "
+        "the chain, the tree's levels and the atomics again on a grid small enough to draw":
+            None,  # a constant shortfall
     }
-    right = _gamma(depth) * abs_sum
-    for hint, candidate in near.items():
-        if (math.isfinite(candidate) and np.isclose(value, candidate, rtol=SAME, atol=0)
-                and not np.isclose(candidate, right, rtol=SAME, atol=0)):
+
+
+def _constant_offset(answered: list) -> int | None:
+    """The k (not 0) for which every case's answer is gamma_(d + k) * sum|x|, else None: the depth off by
+    the same count on every grid."""
+    offsets = set()
+    for x, (n, blocks, threads), got in answered:
+        depth = kernel_depth(n, blocks, threads)
+        abs_sum = float(np.sum(np.abs(np.asarray(x, np.float64))))
+        try:
+            value = float(got)
+        except (TypeError, ValueError):
+            return None
+        if math.isinf(_gamma(depth)) and math.isinf(value):
+            continue  # no bound either way: says nothing about the offset
+        if not math.isfinite(value) or abs_sum == 0:
+            return None
+        du = value / abs_sum / (1 + value / abs_sum)  # gamma = du / (1 - du)  ->  du = g / (1 + g)
+        d = du / 2.0**-24
+        if abs(d - round(d)) > max(1e-3 * d, 0.01):
+            return None
+        offsets.add(round(d) - depth)
+    return offsets.pop() if len(offsets) == 1 and 0 not in offsets else None
+
+
+def _tolerance_hint(got, x, n: int, blocks: int, threads: int, answered: list) -> str:
+    """What a wrong tolerance got wrong: a hint names a slip only if the answers on every case are that
+    slip's (a depth off by one can equal one part's length on one grid, never on all of them)."""
+    try:
+        float(got)
+    except (TypeError, ValueError):
+        return "return a number: the bound, in the units of the sum"
+    if kernel_depth(n, blocks, threads) * 2.0**-24 >= 1:
+        return "here d u >= 1, so there is no bound: return math.inf"
+    if math.isinf(float(got)):
+        return "here d u < 1: the bound is finite"
+    tables = [(_slips(case_x, *case),
+               _gamma(kernel_depth(*case)) * float(np.sum(np.abs(case_x), dtype=np.float64)), value)
+              for case_x, case, value in answered]
+    for hint, slip in tables[0][0].items():
+        if slip is not None and all(_is_slip(value, slips[hint], right) for slips, right, value in tables):
             return hint
+    offset = _constant_offset(answered)
+    if offset is not None:
+        unnamed = [hint for hint, slip in tables[0][0].items() if slip is None]
+        return unnamed[0] if offset > 0 else unnamed[1]
     return ("d is the most roundings any element goes through: its thread's chain, the block's tree, then "
             "the atomics; the bound is gamma_d * sum|x|, gamma_d = d u / (1 - d u), u = 2^-24")
+
+
+def _is_slip(value, slip: tuple, right: float) -> bool:
+    """Whether one case's answer is the slip's (on a case where the slip changes nothing, it is the right
+    answer)."""
+    candidate, rtol = slip
+    return _within(value, candidate, rtol) or (_within(candidate, right) and _within(value, right))
 
 
 def solution_tolerance(x, blocks, threads):
@@ -516,6 +614,9 @@ def check_predicted_time(predicted_us, result=None) -> object:
         if reaches(predicted_us, lesson.model_times):
             return report(name, False, "your function calls the lesson's model_times, which draws the fitted "
                           "lines: the exercise is to write the model yourself, from t0 and BW")
+        refused = _calls_an_answer(predicted_us, (_model_us,))
+        if refused:
+            return report(name, False, refused)
         measured_result = result or lessons.load(lesson.NAME, live=False)
         fits = lesson.launch_model(measured_result, [PREDICT_VARIANT, "vec4", lesson.CUPY])
         fits = fits.set_index("variant")

@@ -679,7 +679,7 @@ def versus(result: LessonResult, reference: str = CUPY, variants=None) -> pd.Dat
 def ratio_range(result: LessonResult, variant: str, smallest: int, largest: int,
                 reference: str = CUPY) -> tuple[float, float]:
     """(lowest, highest) ratio of a variant to the reference over sizes smallest..largest: e.g.
-    on the H200, vec4 is 1.19-1.23x CUB from 2^13 to 2^20 and vec4_last_block 1.02-1.07x."""
+    on the H200, vec4 is 1.19-1.23 times as fast as CUB from 2^13 to 2^20, vec4_last_block 1.02-1.07 times."""
     ratios = versus(result, reference, [variant])[variant]
     ratios = ratios[(ratios.index >= smallest) & (ratios.index <= largest)].dropna()
     if ratios.empty:
