@@ -555,6 +555,30 @@ def _micro_with_a1(offset_row: int, offset_k: int):
     return kernel
 
 
+@cuda.jit
+def tiled_sizes_written_in(a, b, c):  # exercise 1's loop right, but for the 20x21 @ 21x17 the prose names
+    a_tile = cuda.shared.array((16, 16), numba.float32)
+    b_tile = cuda.shared.array((16, 16), numba.float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    row, col = cuda.blockIdx.y * TILE + ty, cuda.blockIdx.x * TILE + tx
+    m, depth, n = 20, 21, 17
+    acc = numba.float32(0.0)
+    for start in range(0, depth, TILE):
+        a_tile[ty, tx] = a[row, start + tx] if row < m and start + tx < depth else 0.0
+        b_tile[ty, tx] = b[start + ty, col] if start + ty < depth and col < n else 0.0
+        cuda.syncthreads()
+        for k in range(TILE):
+            acc += a_tile[ty, k] * b_tile[k, tx]
+        cuda.syncthreads()
+    if row < m and col < n:
+        c[row, col] = acc
+
+
+def test_sizes_written_into_the_tiled_kernel_fail_on_the_second_shape(capsys):
+    message = ex.check_tiled_kernel(tiled_sizes_written_in).message
+    assert "are sizes written in?" in message, message
+
+
 a1_same_row = _micro_with_a1(0, 0)  # a[row, k]: A's row stride forgotten
 a1_next_k = _micro_with_a1(0, 1)  # a[row, k + 1]: the next float in memory, not the next row
 

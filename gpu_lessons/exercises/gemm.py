@@ -60,6 +60,9 @@ def _calls_an_answer(function, helpers=()) -> str | None:
 # ----------------------------------------------------------------------------- exercise 1
 
 TILED_SHAPE = (20, 21, 17)  # M, K, N: no multiple of 16; 2 x 2 blocks, 2 tiles along K
+# A second shape the prose does not name (K a whole number of tiles, 3 blocks along M): sizes written
+# into the kernel, or guards that assume the last tile is partial, fail here
+TILED_SECOND_SHAPE = (33, 32, 12)
 
 
 def _random_operands(m, k, n):
@@ -324,12 +327,24 @@ def check_tiled_kernel(kernel) -> object:
         wrong = _verdict(name, c, a, b, tiled.TILE, tiled.TILE)
         if wrong is not None:
             return wrong
+        m2, k2, n2 = TILED_SECOND_SHAPE
+        a2, b2 = _random_operands(m2, k2, n2)
+        c2 = np.full((m2, n2), np.nan, np.float32)
+        where = f"at {m2}x{k2} @ {k2}x{n2} (right at {m}x{k} @ {k}x{n}: are sizes written in?): "
+        try:
+            kernel[tiled.gemm_tiled_grid(m2, n2), tiled.BLOCK](a2, b2, c2)
+        except Exception as error:  # noqa: BLE001 - learner code: feedback that names the shape
+            return report(name, False, f"{where}your code raised {type(error).__name__}: {error}")
+        wrong = _verdict(name, c2, a2, b2, tiled.TILE, tiled.TILE, where=where)
+        if wrong is not None:
+            return wrong
         tiles = -(-k // tiled.TILE)
         per_thread = _global_loads_per_thread(kernel, grid, tiled.BLOCK, a, b, c)
         if per_thread > 2 * tiles:  # one element of A and one of B per thread and tile
             return report(name, False, f"right answer, but {per_thread:.1f} global loads per thread for "
                           f"{tiles} tiles: multiply a_tile and b_tile, which the block has already loaded")
-        return report(name, True, f"{m}x{k} @ {k}x{n} matches float64 within the FP32 bound, with "
+        return report(name, True, f"{m}x{k} @ {k}x{n} and {m2}x{k2} @ {k2}x{n2} match float64 within the "
+                      "FP32 bound, with "
                       f"{per_thread:.1f} global loads per thread: every element of A and B loaded into "
                       f"shared memory is used {tiled.TILE} times")
 
