@@ -3,6 +3,7 @@ plausible wrong answers are caught."""
 
 import math
 
+import numpy as np
 import pytest
 from test_exercises import exercise_tests
 
@@ -338,3 +339,15 @@ def test_the_pipe_hint_names_the_idea_not_the_formula():  # review R34, 4
         assert "share a bank" in message and "distinct words" in message, message
         for formula in ("tiles / SMs", "x intercept", "x ns per wavefront", "gcd", "32 / ", "t x row_words"):
             assert formula not in message, (formula, message)
+
+
+def test_a_whole_warp_count_agrees_with_the_half_warp_model_for_a_column_read():  # review R34, 7
+    """Why exercise 3 cannot hold a learner to the half-warp model: lanes r and r + 16 read words
+    64 r + 2 r p and 64 (r + 16) + 2 (r + 16) p, the same bank pair, so the busiest bank of the whole
+    warp holds exactly twice the words of either half-warp's, at every padding (the simulator's count)."""
+    lanes = np.arange(32)
+    for padding in range(0, 130):
+        words = lanes * (32 + padding) * 2
+        touched = np.unique(np.concatenate([words, words + 1]))  # each float64: two words, two banks
+        whole_warp = int(np.bincount(touched % 32, minlength=32).max())
+        assert whole_warp == ex.column_read_wavefronts(padding)[0], padding
