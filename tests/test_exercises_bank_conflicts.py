@@ -3,6 +3,7 @@ plausible wrong answers are caught."""
 
 import math
 
+import numpy as np
 import pytest
 from test_exercises import exercise_tests
 
@@ -37,6 +38,67 @@ def cell_21_copied(row_words, sms, tiles, intercept_ns, ns_per_wavefront):
 def course_pipe(row_words, sms, tiles, intercept_ns, ns_per_wavefront):
     """The course's own model answers for the learner (review l34, C6)."""
     return ex.model_pipe_us(row_words, sms, tiles, intercept_ns, ns_per_wavefront)
+
+
+def pipe_from_the_solution(row_words, sms, tiles, intercept_ns, ns_per_wavefront):
+    """A reference solution called (review R34, 1)."""
+    return ex.solution_tile32_pipe(row_words, sms, tiles, intercept_ns, ns_per_wavefront)
+
+
+def pipe_traced_inside(row_words, sms, tiles, intercept_ns, ns_per_wavefront):
+    """The column read's wavefronts from the tracer, imported inside the function (review R34, 1)."""
+    import numpy as np
+
+    from gpu_lessons.sim.trace import trace as count
+
+    counts = count(k.transpose_tiled_kernel, (1, 1), (32, 8), np.zeros((32, 32), np.float32),
+                   np.zeros((32, 32), np.float32))
+    wavefronts = counts.by_instruction["wavefronts"].sum()
+    return tiles / sms * (64 * intercept_ns + wavefronts * ns_per_wavefront) / 1e3
+
+
+def pipe_from_the_lesson_inside(row_words, sms, tiles, intercept_ns, ns_per_wavefront):
+    """Section 1's conflict_degree, imported inside the function."""
+    from gpu_lessons.lessons import bank_conflicts
+
+    wavefronts = 32 + 32 * bank_conflicts.conflict_degree(row_words)
+    return tiles / sms * (64 * intercept_ns + wavefronts * ns_per_wavefront) / 1e3
+
+
+def column_from_the_helper(padding):
+    """The exercise module's own counter (review R34, 2)."""
+    return ex.column_read_wavefronts(padding)[0]
+
+
+def column_from_the_solution(padding):
+    """A reference solution called (review R34, 2)."""
+    return ex.solution_float64_column(padding)
+
+
+def column_traced_inside(padding):
+    """A float64 column read traced, the tracer imported inside the function (review R34, 2)."""
+    import numpy as np
+
+    import gpu_lessons.sim.trace as tracer
+
+    counts = tracer.trace(_read_float64_column, 1, 32, np.zeros((32, 32 + padding)), np.zeros(32))
+    return int(counts.by_instruction["wavefronts"].max())
+
+
+def column_from_the_lesson_inside(padding):
+    """Section 1's gcd rule, from the lesson's conflict_degree imported inside the function."""
+    from gpu_lessons.lessons.bank_conflicts import conflict_degree
+
+    return conflict_degree(2 * (32 + padding))
+
+
+@cuda.jit
+def _read_float64_column(a, out):
+    tile = cuda.shared.array((32, 40), numba.float64)
+    r = cuda.threadIdx.x
+    tile[r, 0] = a[r, 0]
+    cuda.syncthreads()
+    out[r] = tile[r, 0]
 
 
 @cuda.jit
@@ -162,6 +224,9 @@ WRONG_ANSWERS = [
     (ex.check_tile32_pipe, pipe_with(lambda w: 32 + 32 * (w % 32 or 32))),  # row_words % 32: wrong at 44
     (ex.check_tile32_pipe, pipe_with(lambda w: 32 + 32 * (32 // (w % 32 or 1)))),  # 32 / offset, not gcd
     (ex.check_tile32_pipe, course_pipe),  # review l34, C6
+    (ex.check_tile32_pipe, pipe_from_the_solution),  # review R34, 1
+    (ex.check_tile32_pipe, pipe_traced_inside),  # review R34, 1
+    (ex.check_tile32_pipe, pipe_from_the_lesson_inside),
     (ex.check_swizzled_tile, _swizzled_on_store_only),
     (ex.check_swizzled_tile, _swizzled_by_thread_row),  # padded, unpadded, no barrier: below, with messages
     (ex.check_swizzled_tile, _naive_plus_dummy_read),  # a global transpose beside a tile: issue 26
@@ -172,6 +237,10 @@ WRONG_ANSWERS = [
     (ex.check_float64_column, lambda p: 16 if p == 0 else 1),  # one half-warp's wavefronts only
     (ex.check_float64_column, lambda p: 32 // (p or 1) if p else 32),  # conflicts shrink with padding
     (ex.check_float64_column, lambda p: math.gcd(2 * (32 + p), 32) // 2),  # one half-warp, right otherwise
+    (ex.check_float64_column, column_from_the_helper),  # review R34, 2
+    (ex.check_float64_column, column_from_the_solution),  # review R34, 2
+    (ex.check_float64_column, column_traced_inside),  # review R34, 2
+    (ex.check_float64_column, column_from_the_lesson_inside),
 ]
 
 (test_notebook_has_one_cell_per_exercise, test_skeleton_fails, test_solution_passes,
@@ -247,3 +316,38 @@ def test_near_equivalent_pipe_models_pass_and_missed_terms_fail_clearly():
     for wrong in (pipe_with(32 * 32), pipe_with(32 * 31 + 32)):  # 3% off: three times the tolerance
         assert abs(wrong(*args) / recorded["pipe_us"] - 1) > 2.5 * ex.PIPE_TOLERANCE
     assert "overlap" not in ex.check_tile32_pipe(ex.solution_tile32_pipe).message
+
+
+def test_reference_solutions_helpers_and_inner_imports_are_refused():  # review R34, 1 and 2
+    for check, answer, says in (
+            (ex.check_tile32_pipe, pipe_from_the_solution, "calls exercises.solution_tile32_pipe"),
+            (ex.check_tile32_pipe, pipe_traced_inside, "calls the tracer"),
+            (ex.check_tile32_pipe, pipe_from_the_lesson_inside, "conflict_degree"),
+            (ex.check_float64_column, column_from_the_helper, "calls exercises.column_read_wavefronts"),
+            (ex.check_float64_column, column_from_the_solution, "calls exercises.solution_float64_column"),
+            (ex.check_float64_column, column_traced_inside, "calls the tracer"),
+            (ex.check_float64_column, column_from_the_lesson_inside, "conflict_degree")):
+        result = check(answer)
+        assert not result.passed and says in result.message and "yourself" in result.message, result
+    assert "handed in exercises.solution_float64_column" not in ex.check_float64_column(
+        ex.solution_float64_column).message  # the reference itself, handed in whole, passes
+
+
+def test_the_pipe_hint_names_the_idea_not_the_formula():  # review R34, 4
+    for wrong in (pipe_with(32 * 32 + 32), pipe_with(32 + 32), cell_21_copied):
+        message = ex.check_tile32_pipe(wrong).message
+        assert "share a bank" in message and "distinct words" in message, message
+        for formula in ("tiles / SMs", "x intercept", "x ns per wavefront", "gcd", "32 / ", "t x row_words"):
+            assert formula not in message, (formula, message)
+
+
+def test_a_whole_warp_count_agrees_with_the_half_warp_model_for_a_column_read():  # review R34, 7
+    """Why exercise 3 cannot hold a learner to the half-warp model: lanes r and r + 16 read words
+    64 r + 2 r p and 64 (r + 16) + 2 (r + 16) p, the same bank pair, so the busiest bank of the whole
+    warp holds exactly twice the words of either half-warp's, at every padding (the simulator's count)."""
+    lanes = np.arange(32)
+    for padding in range(0, 130):
+        words = lanes * (32 + padding) * 2
+        touched = np.unique(np.concatenate([words, words + 1]))  # each float64: two words, two banks
+        whole_warp = int(np.bincount(touched % 32, minlength=32).max())
+        assert whole_warp == ex.column_read_wavefronts(padding)[0], padding

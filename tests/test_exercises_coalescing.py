@@ -31,7 +31,34 @@ def ask_the_tracer():
     return ex.traced_load_sectors(ex.gather)
 
 
+def sectors_traced_inside():
+    """The tracer imported inside the function (review R34, 1)."""
+    from gpu_lessons.sim.trace import trace as count
+
+    out = np.zeros(64, np.float32)
+    counts = count(ex.gather, 1, 64, np.zeros(4096, np.float32), out)
+    return counts.by_array["sectors"].sum() / counts.by_array["instructions"].sum()
+
+
+def sectors_from_the_solution():
+    """A reference solution called (review R34, 1)."""
+    return ex.solution_sector_prediction()
+
+
 # exercise 2: AoS -> SoA
+
+@cuda.jit
+def speed_soa_written(soa, out):
+    """The reference kernel written out: a learner's own."""
+    i = cuda.grid(1)
+    if i < out.size:
+        vx, vy = soa[2, i], soa[3, i]
+        out[i] = (vx * vx + vy * vy) ** 0.5
+
+
+def soa_written(records):
+    return np.ascontiguousarray(records.T)
+
 
 def soa_view(records):
     """The right shape and values, but a view: the bytes are still laid out record by record."""
@@ -60,6 +87,13 @@ def speed_records_index(soa, out):
         out[i] = (vx * vx + vy * vy) ** 0.5
 
 
+def soa_by_the_solution(records):
+    """The reference conversion, imported inside the function (review R34, 1)."""
+    from gpu_lessons.exercises import coalescing
+
+    return coalescing.solution_to_soa(records)
+
+
 def soa_with_speed(records):
     """Right layout, but the speed computed on the host into row 0 (review l34, C2)."""
     soa = np.ascontiguousarray(records.T)
@@ -76,6 +110,40 @@ def speed_from_row_0(soa, out):
 
 
 # exercise 3: float4 tail and alignment
+
+@cuda.jit
+def right_kernel(x, out, a):
+    """The reference kernel written out (a learner's own, not a call to exercises.solution_*)."""
+    i = cuda.grid(1)
+    groups = x.size // 4
+    if i < groups:
+        v0, v1, v2, v3 = load4(x, i)
+        store4(out, i, a * v0, a * v1, a * v2, a * v3)
+    else:
+        j = 4 * groups + (i - groups)
+        if j < x.size:
+            out[j] = a * x[j]
+
+
+@cuda.jit
+def scale_every_thread_redoes_the_tail(x, out, a):
+    """Every thread past the groups writes the whole tail (review R34, 3): right values, n % 4 stores each."""
+    i = cuda.grid(1)
+    groups = x.size // 4
+    if i < groups:
+        v0, v1, v2, v3 = load4(x, i)
+        store4(out, i, a * v0, a * v1, a * v2, a * v3)
+    elif i < groups + x.size % 4:
+        for j in range(4 * groups, x.size):
+            out[j] = a * x[j]
+
+
+def scale_by_the_solution(x, a):
+    """The host function handed to the reference solution, imported inside (review R34, 1)."""
+    from gpu_lessons.exercises import coalescing
+
+    return coalescing.solution_scale_vec4(x, a)
+
 
 @cuda.jit
 def scale_no_tail(x, out, a):
@@ -95,21 +163,21 @@ def _launch(kernel, x, a):
 
 def scale_accepts_anything(x, a):
     """Right tail, no alignment check."""
-    return _launch(ex.solution_scale_vec4_kernel, x, a)
+    return _launch(right_kernel, x, a)
 
 
 def scale_checks_4_bytes(x, a):
     """Checks alignment to a float (4 bytes), which every float32 view has."""
     if x.ctypes.data % 4:
         raise ValueError("misaligned")
-    return _launch(ex.solution_scale_vec4_kernel, x, a)
+    return _launch(right_kernel, x, a)
 
 
 def scale_refuses_views(x, a):
     """Refuses every view, aligned or not (x[4:] is aligned again)."""
     if x.base is not None and x.ctypes.data != x.base.ctypes.data:
         raise ValueError("views are refused")
-    return _launch(ex.solution_scale_vec4_kernel, x, a)
+    return _launch(right_kernel, x, a)
 
 
 def scale_copies_misaligned(x, a):
@@ -118,14 +186,14 @@ def scale_copies_misaligned(x, a):
         aligned = ex.aligned_floats(x.size)
         aligned[:] = x
         x = aligned
-    return _launch(ex.solution_scale_vec4_kernel, x, a)
+    return _launch(right_kernel, x, a)
 
 
 def scale_refuses_by_length(x, a):
     """Refuses a length that is not a multiple of 4 instead of a misaligned start."""
     if x.size % 4:
         raise ValueError("len")
-    return _launch(ex.solution_scale_vec4_kernel, x, a)
+    return _launch(right_kernel, x, a)
 
 
 def scale_host_tail(x, a):
@@ -157,7 +225,7 @@ def scale_prescaled(x, a):
     """The kernel launched on a * x, computed on the host, with a = 1 (review l34, C5)."""
     if x.ctypes.data % 16:
         raise ValueError("misaligned")
-    return _launch(ex.solution_scale_vec4_kernel, np.float32(a) * x, 1)
+    return _launch(right_kernel, np.float32(a) * x, 1)
 
 
 @cuda.jit
@@ -205,6 +273,25 @@ def scale_right_check_no_tail(x, a):
 
 # exercise 4: predict a bandwidth
 
+def bandwidth_from_the_solution(stride, ceiling):
+    """A reference solution called (review R34, 1)."""
+    return ex.solution_stride_prediction(stride, ceiling)
+
+
+def bandwidth_from_the_lesson_inside(stride, ceiling):
+    """The lesson's DRAM-bytes model imported inside the function."""
+    from gpu_lessons.lessons import coalescing
+
+    return ceiling * 8 / float(coalescing.dram_bytes_per_element("stride", stride))
+
+
+def bandwidth_traced_inside(stride, ceiling):
+    """The tracer imported inside the function."""
+    import gpu_lessons.sim.trace as tracer
+
+    tracer.simulate(ex.gather, 1, 32, np.zeros(4096, np.float32), np.zeros(32, np.float32))
+    return ceiling * 8 / (min(4 * stride, 64) + 4)
+
 def sector_model(stride, ceiling):
     """Ceiling x 8 / sectors per warp: 32-byte sectors, not DRAM's 64-byte granules."""
     load_sectors = min(stride, 8) * 4
@@ -245,21 +332,25 @@ WRONG_ANSWERS = [
     (ex.check_sector_prediction, (ex.gather, lambda: 8)),  # one sector per group of 4 lanes
     (ex.check_sector_prediction, (contiguous, lambda: 4)),  # the index changed to x[i], and its count
     (ex.check_sector_prediction, (ex.gather, ask_the_tracer)),  # review l34, C6
-    (ex.check_soa_conversion, (soa_view, ex.solution_speed_soa)),
-    (ex.check_soa_conversion, (soa_reshaped, ex.solution_speed_soa)),
-    (ex.check_soa_conversion, (ex.solution_to_soa, speed_of_positions)),
-    (ex.check_soa_conversion, (ex.solution_to_soa, speed_records_index)),
+    (ex.check_sector_prediction, (ex.gather, sectors_traced_inside)),  # review R34, 1
+    (ex.check_sector_prediction, (ex.gather, sectors_from_the_solution)),  # review R34, 1
+    (ex.check_soa_conversion, (soa_by_the_solution, speed_soa_written)),  # review R34, 1
+    (ex.check_soa_conversion, (soa_written, ex.solution_speed_soa)),  # review R34, 1: half the answer
+    (ex.check_soa_conversion, (soa_view, speed_soa_written)),
+    (ex.check_soa_conversion, (soa_reshaped, speed_soa_written)),
+    (ex.check_soa_conversion, (soa_written, speed_of_positions)),
+    (ex.check_soa_conversion, (soa_written, speed_records_index)),
     (ex.check_soa_conversion, (soa_with_speed, speed_from_row_0)),  # review l34, C2
-    (ex.check_scale_vec4, (scale_accepts_anything, ex.solution_scale_vec4_kernel)),
-    (ex.check_scale_vec4, (scale_checks_4_bytes, ex.solution_scale_vec4_kernel)),
-    (ex.check_scale_vec4, (scale_refuses_views, ex.solution_scale_vec4_kernel)),
+    (ex.check_scale_vec4, (scale_accepts_anything, right_kernel)),
+    (ex.check_scale_vec4, (scale_checks_4_bytes, right_kernel)),
+    (ex.check_scale_vec4, (scale_refuses_views, right_kernel)),
     (ex.check_scale_vec4, (scale_right_check_no_tail, scale_no_tail)),
-    (ex.check_scale_vec4, (scale_copies_misaligned, ex.solution_scale_vec4_kernel)),
-    (ex.check_scale_vec4, (scale_refuses_by_length, ex.solution_scale_vec4_kernel)),
+    (ex.check_scale_vec4, (scale_copies_misaligned, right_kernel)),
+    (ex.check_scale_vec4, (scale_refuses_by_length, right_kernel)),
     (ex.check_scale_vec4, (scale_host_tail, scale_no_tail)),  # issue 26: the tail on the host
-    (ex.check_scale_vec4, (scale_in_numpy, ex.solution_scale_vec4_kernel)),  # issue 26: all in NumPy
+    (ex.check_scale_vec4, (scale_in_numpy, right_kernel)),  # issue 26: all in NumPy
     (ex.check_scale_vec4, (scale_launch_then_numpy, scale_no_tail)),
-    (ex.check_scale_vec4, (scale_prescaled, ex.solution_scale_vec4_kernel)),  # review l34, C5
+    (ex.check_scale_vec4, (scale_prescaled, right_kernel)),  # review l34, C5
     (ex.check_scale_vec4, (scale_with(scale_tail_off_by_one), scale_tail_off_by_one)),
     (ex.check_scale_vec4, (scale_with(scale_tail_unscaled), scale_tail_unscaled)),
     (ex.check_stride_prediction, (sector_model,)),
@@ -267,6 +358,12 @@ WRONG_ANSWERS = [
     (ex.check_stride_prediction, (reads_only,)),
     (ex.check_stride_prediction, (bytes_apart,)),
     (ex.check_stride_prediction, (read_off_the_figure,)),  # review l34, C3
+    (ex.check_stride_prediction, (bandwidth_from_the_solution,)),  # review R34, 1
+    (ex.check_stride_prediction, (bandwidth_from_the_lesson_inside,)),
+    (ex.check_stride_prediction, (bandwidth_traced_inside,)),
+    (ex.check_scale_vec4, (scale_by_the_solution, right_kernel)),  # review R34, 1
+    (ex.check_scale_vec4, (scale_with(scale_every_thread_redoes_the_tail),
+                           scale_every_thread_redoes_the_tail)),  # review R34, 3
 ]
 
 (test_notebook_has_one_cell_per_exercise, test_skeleton_fails, test_solution_passes,
@@ -280,23 +377,23 @@ def test_the_sector_check_counts_the_gather_not_an_edited_kernel():
 
 
 def test_the_feedback_says_what_is_wrong():
-    assert "16 sectors per request" in ex.check_soa_conversion(soa_view, ex.solution_speed_soa).message
+    assert "16 sectors per request" in ex.check_soa_conversion(soa_view, speed_soa_written).message
     assert "row f of soa must hold field f" in ex.check_soa_conversion(soa_reshaped,
-                                                                       ex.solution_speed_soa).message
+                                                                       speed_soa_written).message
     assert "x[1:] starts 4 bytes past" in ex.check_scale_vec4(scale_checks_4_bytes,
-                                                              ex.solution_scale_vec4_kernel).message
+                                                              right_kernel).message
     assert "x[4:] was refused" in ex.check_scale_vec4(scale_refuses_views,
-                                                      ex.solution_scale_vec4_kernel).message
+                                                      right_kernel).message
     assert "leftover element" in ex.check_scale_vec4(scale_right_check_no_tail, scale_no_tail).message
     assert "at stride 24" in ex.check_stride_prediction(sector_model).message
     assert "at stride 2" in ex.check_stride_prediction(datasheet_ceiling).message
     assert "refuse such an x with one clear ValueError" in ex.check_scale_vec4(
-        scale_copies_misaligned, ex.solution_scale_vec4_kernel).message
+        scale_copies_misaligned, right_kernel).message
     assert "every length must work" in ex.check_scale_vec4(scale_refuses_by_length,
-                                                            ex.solution_scale_vec4_kernel).message
+                                                            right_kernel).message
     assert "you predicted 4 sectors" in ex.check_sector_prediction(ex.gather, lambda: 4).message
     assert "wrote 0 of the 1 outputs" in ex.check_scale_vec4(scale_host_tail, scale_no_tail).message
-    assert "did not launch" in ex.check_scale_vec4(scale_in_numpy, ex.solution_scale_vec4_kernel).message
+    assert "did not launch" in ex.check_scale_vec4(scale_in_numpy, right_kernel).message
 
 
 def test_a_launch_on_device_arrays_passes():  # x copied to the GPU first is still x
@@ -305,10 +402,10 @@ def test_a_launch_on_device_arrays_passes():  # x copied to the GPU first is sti
             raise ValueError("misaligned")
         d_x, d_out = cuda.to_device(x), cuda.device_array_like(x)
         threads = ex.vec4_threads(x.size)
-        ex.solution_scale_vec4_kernel[max(1, -(-threads // 256)), 256](d_x, d_out, np.float32(a))
+        right_kernel[max(1, -(-threads // 256)), 256](d_x, d_out, np.float32(a))
         return d_out.copy_to_host()
 
-    assert ex.check_scale_vec4(scale_on_device, ex.solution_scale_vec4_kernel).passed
+    assert ex.check_scale_vec4(scale_on_device, right_kernel).passed
 
 
 def test_the_hints_fit_the_mistake_and_name_only_the_idea():  # review l34, D1-D4
@@ -316,7 +413,7 @@ def test_the_hints_fit_the_mistake_and_name_only_the_idea():  # review l34, D1-D
         scale_with(scale_tail_off_by_one), scale_tail_off_by_one).message) and "leftover" in message
     message = ex.check_scale_vec4(scale_with(scale_tail_unscaled), scale_tail_unscaled).message
     assert "wrong at element" in message and "groups +" not in message and "(i -" not in message
-    assert "not given x and a" in ex.check_scale_vec4(scale_prescaled, ex.solution_scale_vec4_kernel).message
+    assert "not given x and a" in ex.check_scale_vec4(scale_prescaled, right_kernel).message
     assert "global_sectors" not in ex.check_sector_prediction(ex.gather, lambda: 3).message
     message = ex.check_sector_prediction(ex.gather, ask_the_tracer).message
     assert "calls exercises.traced_load_sectors" in message
@@ -353,3 +450,32 @@ def test_wrong_answers_are_feedback_not_errors():
     assert not ex.check_sector_prediction(ex.gather, lambda: 1 / 0).passed
     assert not ex.check_stride_prediction(lambda s, c: None).passed
     assert np.isclose(ex.traced_load_sectors(ex.gather), 10)  # lines: 3; groups of 4 lanes: 8
+
+
+def test_reference_solutions_and_inner_imports_are_refused():  # review R34, 1
+    for check, answer, says in (
+            (ex.check_sector_prediction, (ex.gather, sectors_traced_inside), "calls the tracer"),
+            (ex.check_sector_prediction, (ex.gather, sectors_from_the_solution),
+             "calls exercises.solution_sector_prediction"),
+            (ex.check_soa_conversion, (soa_by_the_solution, speed_soa_written),
+             "calls exercises.solution_to_soa"),
+            (ex.check_soa_conversion, (soa_written, ex.solution_speed_soa), "solution_speed_soa"),
+            (ex.check_scale_vec4, (scale_by_the_solution, right_kernel),
+             "calls exercises.solution_scale_vec4"),
+            (ex.check_stride_prediction, (bandwidth_from_the_solution,),
+             "calls exercises.solution_stride_prediction"),
+            (ex.check_stride_prediction, (bandwidth_from_the_lesson_inside,), "dram_bytes_per_element"),
+            (ex.check_stride_prediction, (bandwidth_traced_inside,), "the tracer")):
+        result = check(*answer)
+        assert not result.passed and says in result.message and "yourself" in result.message, result
+    # the learner's own versions of the same code pass
+    assert ex.check_soa_conversion(soa_written, speed_soa_written).passed
+    assert ex.check_scale_vec4(scale_with(right_kernel), right_kernel).passed
+
+
+def test_each_leftover_element_is_written_once():  # review R34, 3
+    redo = scale_every_thread_redoes_the_tail
+    result = ex.check_scale_vec4(scale_with(redo), redo)
+    message = result.message
+    assert not result.passed and "each leftover element must be written by exactly one thread" in message
+    assert "groups +" not in message and "(i -" not in message and "range(" not in message

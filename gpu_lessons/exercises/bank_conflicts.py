@@ -15,13 +15,19 @@
 3. A float64 tile read by column: the wavefronts of the read for any padding (float64 elements per
    row), which the rule of thumb ("pad by one") does not give: 8-byte accesses go by half-warps, and
    paddings 2, 4, 6 ... leave conflicts. (For a column read, section 1's gcd rule applied to the
-   stride in words gives the same counts as the half-warp model, at every padding: a right answer.)
+   stride in words gives the same counts as the half-warp model, at every padding: a right answer. So
+   does a whole-warp count of the distinct words in the busiest bank: lanes r and r + 16 land on the same
+   bank pair, so the whole warp holds exactly twice what each half-warp does, at every padding.)
+
+Every check refuses a function that calls a reference solution (``solution_*``), and those of 1 and 3
+the course's counters (the bank model, the tracer, the lesson's ``conflict_degree``), however imported.
 """
 
 from __future__ import annotations
 
 import inspect
 import math
+import sys
 
 import numba
 import numpy as np
@@ -32,9 +38,10 @@ from ..kernels import bank_conflicts as kernels
 from ..lessons import bank_conflicts as lesson
 from ..results import read_result
 from ..sim import memory_model
+from ..sim import trace as tracer
 from ..sim.trace import trace
 from . import guarded, report
-from .reach import reaches
+from .refuse import refused
 
 # ----------------------------------------------------------------------------- exercise 1
 
@@ -77,22 +84,34 @@ def model_pipe_us(row_words: int, sms, tiles, intercept_ns, ns_per_wavefront) ->
     return tiles / sms * (64 * intercept_ns + 32 * (store + read) * ns_per_wavefront) / 1e3
 
 
+def _this_module():
+    return sys.modules[__name__]
+
+
+_WAVEFRONT_COUNTERS = ((tracer.trace, "the tracer"), (tracer.simulate, "the tracer's simulate"),
+                       (lesson.request_wavefronts, "the lesson's request_wavefronts"),
+                       (lesson.conflict_degree, "the lesson's conflict_degree"),
+                       (memory_model.shared_wavefronts, "the course's shared_wavefronts"))
+
+
 def check_tile32_pipe(predict, result=None) -> object:
     """``predict(row_words, sms, tiles, intercept_ns, ns_per_wavefront)``: the µs the shared-memory
     pipe of one SM needs for its share of ``tiles`` 32x32 transpose tiles with rows of ``row_words``
     words, from a wavefront fit. Rows of 32 (``tile32``) on the H200: held to the recorded counts'
     bill; other rows on other numbers: held to the bank model's. No expected value is printed."""
     name = "exercise 1 (predict the shared pipe's time)"
-    hint = ("Each SM serves tiles / SMs tiles, each costing (its requests x intercept + its wavefronts x ns "
-            "per wavefront); a tile is 32 row stores and 32 column reads: lane t of a column read reads "
-            "word t x row_words + c, so how many different words does its busiest bank hold?")
+    hint = ("Each SM serves its share of the tiles, each tile costing a time per request plus a time per "
+            "wavefront; a tile is 32 row stores and 32 column reads. For a column read, work out which "
+            "lanes' words share a bank: the request needs as many wavefronts as its busiest bank holds "
+            "distinct words")
 
     def attempt():
-        for helper in (model_pipe_us, tile_request_wavefronts, memory_model.shared_wavefronts):
-            if reaches(predict, helper):
-                return report(name, False, f"your function calls the course's {helper.__name__}, which "
-                              "counts the wavefronts for you: the exercise is to count them yourself, from "
-                              "the banks")
+        refusal = refused(name, (predict,), _this_module(), (
+            (model_pipe_us, "the course's model_pipe_us"),
+            (tile_request_wavefronts, "the course's tile_request_wavefronts"), *_WAVEFRONT_COUNTERS),
+                          "the exercise is to count the wavefronts yourself, from the banks")
+        if refusal:
+            return refusal
         recorded = recorded_pipe("tile32", result)
         h200 = {key: recorded[key] for key in ("sms", "tiles", "intercept_ns", "ns_per_wavefront")}
         cases = [(32, h200, recorded["pipe_us"], "on the H200, against the recorded counts' bill")]
@@ -193,6 +212,9 @@ def check_swizzled_tile(kernel) -> object:
     name = "exercise 2 (a swizzle-only tile)"
 
     def attempt():
+        refusal = refused(name, (kernel,), _this_module(), why="the exercise is to write the tile yourself")
+        if refusal:
+            return refusal
         correct, counts = traced_conflicts(kernel)
         if counts["smsp__inst_executed_op_shared_ld.sum"] == 0:
             return report(name, False, "the kernel reads no shared memory: stage the tile in shared memory")
@@ -273,6 +295,11 @@ def check_float64_column(answer) -> object:
     name = "exercise 3 (a float64 tile read by column)"
 
     def attempt():
+        refusal = refused(name, (answer,), _this_module(), (
+            (column_read_wavefronts, "exercises.column_read_wavefronts"), *_WAVEFRONT_COUNTERS),
+                          "the exercise is to count the wavefronts yourself, from the banks")
+        if refusal:
+            return refusal
         for padding in CHECKED_PADDINGS:
             got = answer(padding)
             if got is None or isinstance(got, (tuple, list)) or not float(got).is_integer():

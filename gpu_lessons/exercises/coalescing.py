@@ -17,21 +17,26 @@
 4. Predict a number from the lesson's DRAM-bytes model: the four-loads-in-flight strided copy's
    bandwidth at strides 2 and 24, checked against the H200's recording (within 5%), then at strides
    the recording does not hold with a made-up ceiling (values read off the figure fail).
+
+Every check refuses a function that calls a reference solution (``solution_*``); 1 and 4 also the
+course's counters (the tracer, ``memory_model.global_sectors``, the lesson's DRAM-bytes model), however
+imported. Exercise 3 also counts the kernel's stores: each output is written by exactly one thread.
 """
 
 from __future__ import annotations
 
 import inspect
+import sys
 
 import numpy as np
 from numba import cuda
 
 from .. import lessons
 from ..lessons import coalescing as lesson
-from ..sim import trace
+from ..sim import memory_model, trace
 from ..vector import load4, store4
 from . import guarded, report
-from .reach import reaches
+from .refuse import refused
 
 WARPS = 2  # traced launches: one block of two full warps
 
@@ -72,6 +77,15 @@ def computes_gather(kernel, n_out: int = 1000) -> bool:
     return bool(np.array_equal(out, x[(i % 8) * 10 + i // 8]))
 
 
+def _this_module():
+    return sys.modules[__name__]
+
+
+_TRACER = ((trace.trace, "the tracer"), (trace.simulate, "the tracer's simulate"))
+_SECTOR_COUNTERS = ((traced_load_sectors, "exercises.traced_load_sectors"), *_TRACER,
+                    (memory_model.global_sectors, "the course's memory_model.global_sectors"))
+
+
 def check_sector_prediction(kernel, prediction) -> object:
     """``prediction()`` returns the sectors per request of the gather's load of x (float32, x
     starting on a 128-byte line, full warps). ``kernel`` must still compute the gather (checked
@@ -79,11 +93,10 @@ def check_sector_prediction(kernel, prediction) -> object:
     name = "exercise 1 (predict the sectors)"
 
     def attempt():
-        for helper, what in ((traced_load_sectors, "exercises.traced_load_sectors"),
-                             (trace.trace, "the tracer")):
-            if reaches(prediction, helper):
-                return report(name, False, f"your function calls {what}, which counts the sectors for you: "
-                              "the exercise is to predict the count yourself, from the addresses")
+        refusal = refused(name, (prediction,), _this_module(), _SECTOR_COUNTERS,
+                          "the exercise is to predict the count yourself, from the addresses")
+        if refusal:
+            return refusal
         value = prediction()
         if value is None:
             return report(name, False, "return a number: the sectors one warp's load of x touches")
@@ -132,6 +145,10 @@ def check_soa_conversion(to_soa, kernel) -> object:
     name = "exercise 2 (AoS to SoA)"
 
     def attempt():
+        refusal = refused(name, (to_soa, kernel), _this_module(),
+                          why="the exercise is to write the conversion and the kernel yourself")
+        if refusal:
+            return refusal
         rng = np.random.default_rng()
         records = rng.standard_normal((SPEED_N, SPEED_FIELDS), dtype=np.float32)
         soa = to_soa(records.copy())
@@ -256,6 +273,16 @@ def _elements(counts, array: str, op: str = "st") -> np.ndarray:
     return np.unique(np.concatenate(firsts)) // 4 if firsts else np.empty(0, int)
 
 
+def _store_counts(counts, array: str, n: int) -> np.ndarray:
+    """How many times the traced launch stored to each of the first n 4-byte elements of ``array``
+    (a 16-byte store counts once for each of its four elements)."""
+    sites = counts.sites[(counts.sites["array"] == array) & (counts.sites["op"] == "st")]["site"]
+    accesses = counts.accesses[counts.accesses["site"].isin(sites)]
+    firsts = [np.arange(a, a + b, 4) for a, b in zip(accesses["address"], accesses["bytes"], strict=True)]
+    elements = np.concatenate(firsts) // 4 if firsts else np.empty(0, int)
+    return np.bincount(elements, minlength=n)[:n]
+
+
 def _traced_lengths(scale_vec4, kernel, rng):
     """Run the learner's scale_vec4 at TRACED_LENGTHS with its launches traced: None, or a failure text."""
     names = list(inspect.signature(kernel.py_func).parameters)
@@ -289,6 +316,15 @@ def _traced_lengths(scale_vec4, kernel, rng):
                         "thread. The threads past the last group of 4 each handle one leftover element: "
                         "which thread is the first past the groups, and which element is the first left "
                         "over?")
+            stores = _store_counts(counts, stored[0], n)
+            tail = stores[n - n % 4:]
+            if (tail > 1).any():
+                return (f"n={n}: leftover element {n - n % 4 + int(np.argmax(tail > 1))} was written "
+                        f"{int(tail.max())} times: each leftover element must be written by exactly one "
+                        "thread (which one, of the threads past the last group of 4?)")
+            if (stores > 1).any():
+                return (f"n={n}: element {int(np.argmax(stores > 1))} was written {int(stores.max())} times: "
+                        "each output must be written by exactly one thread")
             wrong = np.flatnonzero(args[names.index(stored[0])] != SCALE * x)
             if len(wrong):
                 return (f"n={n}: the kernel's output is wrong at element {', '.join(map(str, wrong[:4]))}"
@@ -306,6 +342,10 @@ def check_scale_vec4(scale_vec4, kernel) -> object:
     name = "exercise 3 (float4: tail and alignment)"
 
     def attempt():
+        refusal = refused(name, (scale_vec4, kernel), _this_module(),
+                          why="the exercise is to write the tail and the alignment check yourself")
+        if refusal:
+            return refusal
         rng = np.random.default_rng()
         failure = _traced_lengths(scale_vec4, kernel, rng)
         if failure:
@@ -382,6 +422,10 @@ def recorded_stride_gbps(result=None) -> tuple[float, dict]:
     return float(rows.loc[1.0]), {s: float(rows.loc[float(s)]) for s in PREDICT_STRIDES}
 
 
+_DRAM_MODELS = ((lesson.dram_bytes_per_element, "the lesson's dram_bytes_per_element"),
+                (lesson.sweep_model, "the lesson's sweep_model"), *_TRACER)
+
+
 def check_stride_prediction(predicted_gbps) -> object:
     """``predicted_gbps(stride, ceiling_gbps)``: the useful GB/s of the four-loads-in-flight strided
     copy at ``stride`` (elements of 4 bytes), given its measured stride-1 bandwidth; held to the
@@ -390,6 +434,10 @@ def check_stride_prediction(predicted_gbps) -> object:
     name = "exercise 4 (predict a bandwidth)"
 
     def attempt():
+        refusal = refused(name, (predicted_gbps,), _this_module(), _DRAM_MODELS,
+                          "the exercise is to compute the bandwidth yourself, from the bytes DRAM moves")
+        if refusal:
+            return refusal
         ceiling, measured = recorded_stride_gbps()
         for stride in PREDICT_STRIDES:
             got = predicted_gbps(stride, ceiling)
