@@ -5,6 +5,7 @@ import dataclasses
 import importlib.util
 import itertools
 import math
+import re
 
 import numpy as np
 import pytest
@@ -382,13 +383,25 @@ def test_exercise_3_says_written_as_nan_not_never_written():
     assert "never written" not in result.message, result.message
 
 
-def test_exercise_1_messages_print_no_measurement():
-    """Values copied from a failure message must not pass: no message names a measured GB/s (issue 26)."""
-    data = ex.read_result(lesson.NAME)
-    measured = [ex.recorded_shape(data, variant, warps)["gbps"] for variant, warps in ex.PREDICT_SHAPES]
+@pytest.mark.parametrize("corner", [0, -1])
+def test_exercise_1_messages_print_no_measurement(monkeypatch, corner):
+    """Values copied from a failure message must not pass: no message names a measured GB/s of the copies
+    asked about, the H200's or the made-up GPU's (issue 26). The draw is pinned (two corners), so that a
+    random prediction cannot match a measurement by chance and make the test flaky."""
+    gpu = CORNERS[corner]
+    monkeypatch.setattr(ex.MadeUpGPU, "draw", classmethod(lambda cls, rng: gpu))
+    made_up = ex.made_up_gpu(H200, gpu)
+    shown = [ex.recorded_shape(data, variant, warps)["gbps"] for variant, warps in ex.PREDICT_SHAPES
+             for data in (H200, made_up)]
+    # the copy past the knee runs at the made-up GPU's ceiling, which `result` gives (copy_ceiling) and a
+    # message may name
+    shown = [gbps for gbps in shown if abs(gbps - lesson.copy_ceiling(made_up)) > 0.5]
+    assert len(shown) == 3
     for answer in (_chase_latency, _light_latency, _cycles_as_ns, _datasheet_cap, _no_writes):
         message = ex.check_predict_bandwidth(answer).message
-        for gbps in measured:
+        assert str(gpu) in message
+        message = re.sub(r"you predict [\d,]+ GB/s \(a latency of [\d,]+ ns\)", "", message)  # its own
+        for gbps in shown:
             assert f"{gbps:,.0f}" not in message and f"{gbps:.0f}" not in message, message
 
 

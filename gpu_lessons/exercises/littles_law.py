@@ -54,7 +54,8 @@ from .reach import answers, reaches
 #   - copies below the H200's knee see MADE_UP_BELOW times their implied latency, copies past it that
 #     divided by MADE_UP_EASING (the queues under heavy load grow less than the H200's);
 #   - its ceiling is MADE_UP_CUT of what its fastest copies would reach: it flattens most copies at 32 KiB
-#     and none below the knee (which moves to 11-15 KiB: the 8 KiB copies stay below it).
+#     (the one asked about among them: past the knee the ceiling, which `result` gives, is the answer) and
+#     none below the knee (which moves to 11-15 KiB: the 8 KiB copies stay below it).
 # The latency copies at the same load see predicts both (+3% and 0%, any draw); the light copies' latency
 # misses the first by over 30%, the chase's by over 250%, the most a copy below the knee saw by 22%; the
 # datasheet's bandwidth as the cap misses the second by over 70%; the H200's row rescaled by the SM ratio
