@@ -3,12 +3,16 @@ plausible wrong answers fail."""
 
 import dataclasses
 import importlib.util
+import itertools
 import math
+import re
 
+import numpy as np
+import pytest
 from numba import cuda, float32
 from test_exercises import exercise_tests
 
-from gpu_lessons import occupancy
+from gpu_lessons import lessons, occupancy, results
 from gpu_lessons.exercises import littles_law as ex
 from gpu_lessons.lessons import littles_law as lesson
 from gpu_lessons.occupancy import occupancy as occupancy_function
@@ -114,6 +118,43 @@ def _held_out_latency(result, warps, loads, width):  # the H200's own implied la
     return _littles_law(result, warps, loads, width, float(own["implied_latency_ns"].iloc[0]))
 
 
+def _h200_row(warps, loads, width):  # the H200's measurement of the copy asked about
+    points = lesson.memory_points(lessons.load("littles_law", live=False))
+    own = points[(points["warps_per_sm"] == warps) & (points["width"] == width) & (points["unroll"] == loads)]
+    return float(own["gbps"].iloc[0])
+
+
+def _rescaled_row(result, warps, loads, width):  # review R12: the H200's row x SM ratio / chase-latency ratio
+    h200 = lessons.load("littles_law", live=False)
+    sms = int(result.meta["sms"]) / int(h200.meta["sms"])
+    chase = lesson.latency(result, "DRAM") / lesson.latency(h200, "DRAM")
+    return _h200_row(warps, loads, width) * sms / chase
+
+
+def _rescaled_by_reader(result, warps, loads, width):  # the same, through results.read_result
+    h200 = results.read_result("littles_law")
+    own = lesson.memory_points(h200)
+    own = own[(own["warps_per_sm"] == warps) & (own["width"] == width) & (own["unroll"] == loads)]
+    return float(own["gbps"].iloc[0]) * int(result.meta["sms"]) / int(h200.meta["sms"])
+
+
+def _calls_the_solution(result, warps, loads, width):
+    return ex.solution_predict_bandwidth(result, warps, loads, width)
+
+
+H200 = ex.read_result(lesson.NAME)  # a recording loaded beforehand, as a notebook cell could
+
+
+def _global_recording(result, warps, loads, width):  # the H200's row from a global: no reader called
+    points = lesson.memory_points(H200)
+    own = points[(points["warps_per_sm"] == warps) & (points["width"] == width) & (points["unroll"] == loads)]
+    return float(own["gbps"].iloc[0]) * int(result.meta["sms"]) / int(H200.meta["sms"])
+
+
+def _default_recording(result, warps, loads, width, h200=H200):  # the same, as a default argument
+    return _global_recording(result, warps, loads, width) if h200 is not None else None
+
+
 @cuda.jit
 def _copy2_store_between(x, out):  # two loads, but the first store comes before the second load
     step = cuda.blockDim.x
@@ -164,6 +205,26 @@ def _by_hand(threads, registers, shared, unit=256, reserved=1024, block_limit=32
           "registers": 4 * (16_384 // per_warp) // warps, "shared memory": 233_472 // (shared + reserved)}
     blocks = min(by.values())
     return blocks, next(name for name, n in by.items() if n == blocks)
+
+
+def _calls_the_occupancy_solution(threads, registers, shared):  # review R12: the reference answer, called
+    return ex.solution_occupancy_by_hand(threads, registers, shared)
+
+
+@cuda.jit
+def _copy2_calls_the_solution(x, out):  # review R12: the reference kernel's body as a device function
+    _solution_body(x, out)
+
+
+_solution_body = cuda.jit(device=True)(ex._copy2)
+
+
+def _model_calls_the_solution(latency, warps):
+    return ex.solution_chains_for_peak(latency, warps)
+
+
+def _measured_calls_the_solution(points, warps, share):
+    return ex.solution_chains_measured(points, warps, share)
 
 
 def _no_allocation_unit(threads, registers, shared):  # registers counted exactly, no per-warp rounding
@@ -241,6 +302,11 @@ WRONG_ANSWERS = [
     (ex.check_predict_bandwidth, _no_lanes),
     (ex.check_predict_bandwidth, _held_out_gbps),  # review l12: the held-out rows read from the recording
     (ex.check_predict_bandwidth, _held_out_latency),
+    (ex.check_predict_bandwidth, _rescaled_row),  # review R12: refused (lessons.load)
+    (ex.check_predict_bandwidth, _rescaled_by_reader),
+    (ex.check_predict_bandwidth, _calls_the_solution),
+    (ex.check_predict_bandwidth, _global_recording),
+    (ex.check_predict_bandwidth, _default_recording),
     (ex.check_predict_bandwidth, _h200_number),
     (ex.check_predict_bandwidth, lambda result, warps, loads, width: 923.0),  # one number for every shape
     # the ceiling for every shape
@@ -251,11 +317,14 @@ WRONG_ANSWERS = [
     (ex.check_occupancy_by_hand, _no_allocation_unit),
     (ex.check_occupancy_by_hand, _no_reservation),
     (ex.check_occupancy_by_hand, _no_block_limit),
+    (ex.check_occupancy_by_hand, _by_hand),  # review R12: shared memory not rounded up to 128 bytes
+    (ex.check_occupancy_by_hand, _calls_the_occupancy_solution),
     (ex.check_occupancy_by_hand, lambda threads, registers, shared: (2048 // threads, "threads")),
     (ex.check_copy2_kernel, _copy2_store_between),
     (ex.check_copy2_kernel, _copy2_neighbours),
     (ex.check_copy2_kernel, _copy2_off_by_one),
     (ex.check_copy2_kernel, _copy2_dependent_address),
+    (ex.check_copy2_kernel, _copy2_calls_the_solution),
     # the model: one warp per scheduler assumed; the 4 schedulers forgotten
     (ex.check_chains_for_peak, (lambda latency, warps: math.ceil(latency), ex.solution_chains_measured)),
     (ex.check_chains_for_peak, (lambda latency, warps: math.ceil(latency / warps),
@@ -265,6 +334,8 @@ WRONG_ANSWERS = [
                                 lambda points, warps, share: ex.solution_chains_for_peak(4.1, warps))),
     (ex.check_chains_for_peak, (ex.solution_chains_for_peak, _predicted_column)),
     (ex.check_chains_for_peak, (ex.solution_chains_for_peak, _any_residency)),
+    (ex.check_chains_for_peak, (_model_calls_the_solution, ex.solution_chains_measured)),
+    (ex.check_chains_for_peak, (ex.solution_chains_for_peak, _measured_calls_the_solution)),
 ]
 
 (test_notebook_has_one_cell_per_exercise, test_skeleton_fails, test_solution_passes,
@@ -312,13 +383,25 @@ def test_exercise_3_says_written_as_nan_not_never_written():
     assert "never written" not in result.message, result.message
 
 
-def test_exercise_1_messages_print_no_measurement():
-    """Values copied from a failure message must not pass: no message names a measured GB/s (issue 26)."""
-    data = ex.read_result(lesson.NAME)
-    measured = [ex.recorded_shape(data, variant, warps)["gbps"] for variant, warps in ex.PREDICT_SHAPES]
+@pytest.mark.parametrize("corner", [0, -1])
+def test_exercise_1_messages_print_no_measurement(monkeypatch, corner):
+    """Values copied from a failure message must not pass: no message names a measured GB/s of the copies
+    asked about, the H200's or the made-up GPU's (issue 26). The draw is pinned (two corners), so that a
+    random prediction cannot match a measurement by chance and make the test flaky."""
+    gpu = CORNERS[corner]
+    monkeypatch.setattr(ex.MadeUpGPU, "draw", classmethod(lambda cls, rng: gpu))
+    made_up = ex.made_up_gpu(H200, gpu)
+    shown = [ex.recorded_shape(data, variant, warps)["gbps"] for variant, warps in ex.PREDICT_SHAPES
+             for data in (H200, made_up)]
+    # the copy past the knee runs at the made-up GPU's ceiling, which `result` gives (copy_ceiling) and a
+    # message may name
+    shown = [gbps for gbps in shown if abs(gbps - lesson.copy_ceiling(made_up)) > 0.5]
+    assert len(shown) == 3
     for answer in (_chase_latency, _light_latency, _cycles_as_ns, _datasheet_cap, _no_writes):
         message = ex.check_predict_bandwidth(answer).message
-        for gbps in measured:
+        assert str(gpu) in message
+        message = re.sub(r"you predict [\d,]+ GB/s \(a latency of [\d,]+ ns\)", "", message)  # its own
+        for gbps in shown:
             assert f"{gbps:,.0f}" not in message and f"{gbps:.0f}" not in message, message
 
 
@@ -326,3 +409,118 @@ def test_exercise_1_the_lessons_latency_under_load_passes():
     """The lesson says: plan with the latency under load; the one it names (its ringed 8 KiB copy's), read
     from the GPU asked about, passes (issue 26)."""
     assert ex.check_predict_bandwidth(_named_latency).passed
+
+
+@pytest.mark.parametrize("answer, named", [
+    (_rescaled_row, "lessons.load"), (_held_out_gbps, "results.read_result"),
+    (_rescaled_by_reader, "results.read_result"), (_calls_the_solution, "solution_predict_bandwidth"),
+    (_global_recording, "H200"), (_default_recording, "a default argument")])
+def test_exercise_1_refuses_a_looked_up_answer(answer, named):
+    """Review R12: a function that reads a recording (a reader, or one loaded beforehand) or calls the
+    reference solution is refused, with one message that names what it used, before it runs."""
+    result = ex.check_predict_bandwidth(answer)
+    assert not result.passed
+    assert named in result.message and "not to look it up" in result.message, result.message
+    assert "GB/s" not in result.message, result.message
+
+
+def test_exercise_1_does_not_refuse_the_lessons_readers_of_result():
+    """The functions the prompt names (latency, sweep_points, implied_latencies, copy_ceiling), reached
+    through the `lessons` package as a notebook's globals have it, are not recording readers."""
+
+    def answer(result, warps, loads, width):
+        ll = lessons.littles_law
+        implied = ll.implied_latencies(result)
+        same = implied[implied["bytes_in_flight_per_sm"] == warps * 32 * loads * width]
+        latency = same["implied_latency_ns"].median() + 0 * ll.latency(result, "DRAM")
+        in_flight = warps * 32 * loads * width
+        return min(ll.copy_ceiling(result), 2 * in_flight * int(result.meta["sms"]) / latency)
+
+    assert ex.refusal(answer) is None
+    assert ex.check_predict_bandwidth(answer).passed
+
+
+CORNERS = [ex.MadeUpGPU(sms, idle, below, below / easing, cut)
+           for sms, idle, below, easing, cut in itertools.product(
+               (ex.MADE_UP_SMS[0], ex.MADE_UP_SMS[1] - 1), ex.MADE_UP_IDLE, ex.MADE_UP_BELOW,
+               ex.MADE_UP_EASING, ex.MADE_UP_CUT)]
+
+
+def _draws(count=40):
+    rng = np.random.default_rng(12)
+    return CORNERS + [ex.MadeUpGPU.draw(rng) for _ in range(count)]
+
+
+def _ratio(gpu, by):  # the H200's held-out row x the SM ratio / one ratio of the made-up GPU's to the H200's
+    def answer(result, warps, loads, width):
+        return _h200_row(warps, loads, width) * int(result.meta["sms"]) / int(H200.meta["sms"]) / by(result)
+    return answer
+
+
+UNIFORM_RESCALINGS = {
+    "the chase's latency": lambda r: lesson.latency(r, "DRAM") / lesson.latency(H200, "DRAM"),
+    "the light copies' latency": lambda r: (lesson.sweep_points(r).attrs["light_load_latency_ns"]
+                                            / lesson.sweep_points(H200).attrs["light_load_latency_ns"]),
+    "the ceiling": lambda r: (lesson.copy_ceiling(H200) / lesson.copy_ceiling(r)
+                              * int(r.meta["sms"]) / int(H200.meta["sms"])),
+    "the datasheet": lambda r: (float(H200.meta["datasheet_bandwidth_gbps"])
+                                / float(r.meta["datasheet_bandwidth_gbps"])
+                                * int(r.meta["sms"]) / int(H200.meta["sms"])),
+    "nothing (SMs only)": lambda r: 1.0,
+}
+
+
+@pytest.mark.parametrize("by", UNIFORM_RESCALINGS)
+def test_exercise_1_a_uniform_rescaling_of_the_h200s_row_fails(by):
+    """Review R12 (b): the made-up GPU differs from the H200 by different factors at different loads, so
+    the H200's recorded row rescaled by the SM ratio and any one ratio is not the answer, on every corner of
+    the draw and on random draws (judged directly, as if the refusal had been got round)."""
+    for gpu in _draws():
+        answer = _ratio(gpu, UNIFORM_RESCALINGS[by])
+        result = ex.judged(answer, ex.made_up_gpu(H200, gpu), gpu)
+        assert not result.passed, (gpu, result)
+
+
+def test_exercise_1_the_model_passes_on_every_draw():
+    """The reference solution and the lesson's named latency under load pass on every corner of the draw,
+    and every plausible wrong answer fails on every one."""
+    wrong = [a for c, a in WRONG_ANSWERS if c is ex.check_predict_bandwidth and ex.refusal(a) is None]
+    for gpu in _draws():
+        data = ex.made_up_gpu(H200, gpu)
+        for right in (ex.solution_predict_bandwidth, _named_latency):
+            assert ex.judged(right, data, gpu).passed, (gpu, right)
+        for answer in wrong:
+            try:
+                assert not ex.judged(answer, data, gpu).passed, (gpu, answer)
+            except IndexError:  # the held-out row read from result: not there
+                pass
+
+
+def test_exercise_1_the_made_up_gpu_keeps_the_lessons_shape():
+    """The 8 KiB copies stay below the made-up GPU's knee and the 16 KiB ones past it, as on the H200."""
+    for gpu in CORNERS:
+        knee = lesson.implied_latencies(ex.made_up_gpu(H200, gpu)).attrs["knee_bytes_per_sm"]
+        assert 8192 < knee < 16384, (gpu, knee)
+
+
+@pytest.mark.parametrize("check, answer", [
+    (ex.check_occupancy_by_hand, _calls_the_occupancy_solution),
+    (ex.check_copy2_kernel, _copy2_calls_the_solution),
+    (ex.check_chains_for_peak, (_model_calls_the_solution, ex.solution_chains_measured)),
+    (ex.check_chains_for_peak, (ex.solution_chains_for_peak, _measured_calls_the_solution))])
+def test_exercises_2_to_4_refuse_a_call_to_the_reference_solution(check, answer):
+    result = check(*answer) if isinstance(answer, tuple) else check(answer)
+    assert not result.passed
+    assert "the reference solution" in result.message and "exercises.solution_" in result.message, result
+
+
+def test_exercise_2_holds_the_128_byte_allocation_unit():
+    """Review R12: every shape the check used to try had whole KiB of shared memory, where rounding the
+    allocation up to 128 bytes changes nothing; the named (32, 16, 22,276) needs it. The message names the
+    shape, not the answer."""
+    assert ex.solution_occupancy_by_hand(32, 16, 22_276) == (9, "shared memory")
+    assert _by_hand(32, 16, 22_276) == (10, "shared memory")
+    result = ex.check_occupancy_by_hand(_by_hand)
+    assert not result.passed
+    assert "22,276 bytes of shared" in result.message and "10 blocks per SM is not it" in result.message
+    assert "9 blocks" not in result.message, result.message
