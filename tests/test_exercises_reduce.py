@@ -391,12 +391,25 @@ def _per_thread(x, blocks, threads):
     return max(1, -(-len(x) // (blocks * threads)))
 
 
+def _filled(x, blocks, threads):
+    return min(blocks, -(-len(x) // threads))  # blocks holding an element; an empty one adds 0.0 (exact)
+
+
+def _atomics(x, blocks, threads):
+    return _filled(x, blocks, threads) - 1  # the atomics that can round: the first onto 0 is exact
+
+
+def every_blocks_atomic(x, blocks, threads):  # an atomic of 0.0 counted as a rounding: a looser bound
+    return _bound(x, _per_thread(x, blocks, threads) - 1 + int(math.log2(threads)) + blocks - 1)
+
+
 def no_atomics(x, blocks, threads):
     return _bound(x, _per_thread(x, blocks, threads) - 1 + int(math.log2(threads)))  # forgets the atomics
 
 
 def no_tree(x, blocks, threads):
-    return _bound(x, _per_thread(x, blocks, threads) - 1 + blocks - 1)  # forgets the block's tree
+    # forgets the block's tree
+    return _bound(x, _per_thread(x, blocks, threads) - 1 + _atomics(x, blocks, threads))
 
 
 def one_chain(x, blocks, threads):
@@ -409,34 +422,35 @@ def one_tree(x, blocks, threads):
 
 def atomics_as_tree(x, blocks, threads):
     depth = _per_thread(x, blocks, threads) - 1 + int(math.log2(threads))
-    return _bound(x, depth + math.ceil(math.log2(blocks)))  # the atomics taken for a tree over the blocks
+    # the atomics taken for a tree over the blocks
+    return _bound(x, depth + math.ceil(math.log2(_filled(x, blocks, threads))))
 
 
 def floor_not_ceil(x, blocks, threads):
     per_thread = max(1, len(x) // (blocks * threads))  # the longest chain rounds up, not down
-    return _bound(x, per_thread - 1 + int(math.log2(threads)) + blocks - 1)
+    return _bound(x, per_thread - 1 + int(math.log2(threads)) + _atomics(x, blocks, threads))
 
 
 def abs_of_sum(x, blocks, threads):
-    depth = _per_thread(x, blocks, threads) - 1 + int(math.log2(threads)) + blocks - 1
+    depth = _per_thread(x, blocks, threads) - 1 + int(math.log2(threads)) + _atomics(x, blocks, threads)
     du = depth * 2.0**-24
     return math.inf if du >= 1 else du / (1 - du) * abs(float(x.sum()))  # |sum x|, not sum |x|
 
 
 def without_denominator(x, blocks, threads):
-    depth = _per_thread(x, blocks, threads) - 1 + int(math.log2(threads)) + blocks - 1
+    depth = _per_thread(x, blocks, threads) - 1 + int(math.log2(threads)) + _atomics(x, blocks, threads)
     du = depth * 2.0**-24
     return math.inf if du >= 1 else du * float(abs(x).astype("float64").sum())  # d u, not d u / (1 - d u)
 
 
 def float32_abs_sum(x, blocks, threads):
-    depth = _per_thread(x, blocks, threads) - 1 + int(math.log2(threads)) + blocks - 1
+    depth = _per_thread(x, blocks, threads) - 1 + int(math.log2(threads)) + _atomics(x, blocks, threads)
     du = depth * 2.0**-24
     return math.inf if du >= 1 else du / (1 - du) * float(abs(x).sum())  # sum|x| in float32: still right
 
 
 def _depth(x, blocks, threads):
-    return _per_thread(x, blocks, threads) - 1 + int(math.log2(threads)) + blocks - 1
+    return _per_thread(x, blocks, threads) - 1 + int(math.log2(threads)) + _atomics(x, blocks, threads)
 
 
 def depth_minus_one(x, blocks, threads):
@@ -444,11 +458,13 @@ def depth_minus_one(x, blocks, threads):
 
 
 def depth_plus_one(x, blocks, threads):
-    return _bound(x, _per_thread(x, blocks, threads) + int(math.log2(threads)) + blocks - 1)  # chain's 0 + x
+    # chain's 0 + x
+    return _bound(x, _per_thread(x, blocks, threads) + int(math.log2(threads)) + _atomics(x, blocks, threads))
 
 
-def depth_plus_two(x, blocks, threads):
-    return _bound(x, _per_thread(x, blocks, threads) + int(math.log2(threads)) + blocks)  # both adds onto 0
+def depth_plus_two(x, blocks, threads):  # both adds onto 0 counted
+    depth = _per_thread(x, blocks, threads) + int(math.log2(threads)) + _atomics(x, blocks, threads) + 1
+    return _bound(x, depth)
 
 
 def calls_kernel_depth(x, blocks, threads):
@@ -535,6 +551,121 @@ def _same_code(solution):
     return cuda.jit(device=True)(copy) if solution is ex.solution_half_sums else cuda.jit(copy)
 
 
+# ------------------------------------------------- the reviewer's wrong answers (fixR5b)
+
+
+@cuda.jit(device=True)
+def shared_sum_with_idle_shuffles(value):
+    sums = cuda.shared.array(128, float32)  # the sum through shared memory ...
+    t = cuda.threadIdx.x
+    sums[t] = value
+    cuda.syncwarp()
+    first = t - t % 16
+    total = float32(0)
+    for j in range(16):
+        total += sums[first + j]
+    for _ in range(4):  # ... and four shuffles whose values are thrown away
+        cuda.shfl_xor_sync(0xFFFFFFFF, value, 1)
+    return total
+
+
+_SCRATCH = __import__("numpy").zeros(128, "float32")  # a global array, not shared memory
+
+
+@cuda.jit(device=True)
+def global_sum_with_idle_shuffles(value):
+    t = cuda.threadIdx.x
+    _SCRATCH[t] = value  # the sum through an array outside the kernel (one block: no other block clashes)
+    cuda.syncthreads()
+    first = t - t % 16
+    total = float32(0)
+    for j in range(16):
+        total += _SCRATCH[first + j]
+    for _ in range(4):
+        cuda.shfl_xor_sync(0xFFFFFFFF, value, 1)
+    return total
+
+
+@cuda.jit(device=True)
+def half_mask(value):
+    offset = 8
+    while offset > 0:
+        value += cuda.shfl_xor_sync(0x0000FFFF, value, offset)  # lanes 16-31 call outside their mask
+        offset //= 2
+    return value
+
+
+@cuda.jit
+def sizes_written_in(x, out):
+    warp_sums = cuda.shared.array(32, float32)
+    tid = cuda.threadIdx.x
+    i = cuda.blockIdx.x * 256 + tid  # 128 threads and 2 blocks written in: right only for the named launch
+    value = float32(0)
+    while i < x.size:
+        value += x[i]
+        if i + 128 < x.size:
+            value += x[i + 128]
+        i += 512
+    value = k.warp_reduce_sum(value)
+    if tid % 32 == 0:
+        warp_sums[tid // 32] = value
+    cuda.syncthreads()
+    value = warp_sums[tid] if tid < 4 else float32(0)
+    if tid < 32:
+        value = k.warp_reduce_sum(value)
+        if tid == 0:
+            cuda.atomic.add(out, 0, value)
+
+
+@cuda.jit
+def zeroed_without_barrier(x, out):
+    warp_sums = cuda.shared.array(32, float32)
+    tid = cuda.threadIdx.x
+    if tid < 32:
+        warp_sums[tid] = float32(0)  # warp 0 zeroes every entry; no barrier before the other warps write
+    i = cuda.blockIdx.x * cuda.blockDim.x * 2 + tid
+    stride = cuda.blockDim.x * 2 * cuda.gridDim.x
+    value = float32(0)
+    while i < x.size:
+        value += x[i]
+        if i + cuda.blockDim.x < x.size:
+            value += x[i + cuda.blockDim.x]
+        i += stride
+    value = k.warp_reduce_sum(value)
+    if tid % 32 == 0:
+        warp_sums[tid // 32] = value
+    cuda.syncthreads()
+    if tid < 32:
+        value = k.warp_reduce_sum(warp_sums[tid])
+        if tid == 0:
+            cuda.atomic.add(out, 0, value)
+
+
+@cuda.jit
+def zeroed_with_barrier(x, out):
+    warp_sums = cuda.shared.array(32, float32)
+    tid = cuda.threadIdx.x
+    if tid < 32:
+        warp_sums[tid] = float32(0)
+    cuda.syncthreads()  # the zeros are written before any warp stores its sum: right
+    i = cuda.blockIdx.x * cuda.blockDim.x * 2 + tid
+    stride = cuda.blockDim.x * 2 * cuda.gridDim.x
+    value = float32(0)
+    while i < x.size:
+        value += x[i]
+        if i + cuda.blockDim.x < x.size:
+            value += x[i + cuda.blockDim.x]
+        i += stride
+    value = k.warp_reduce_sum(value)
+    if tid % 32 == 0:
+        warp_sums[tid // 32] = value
+    cuda.syncthreads()
+    if tid < 32:
+        value = k.warp_reduce_sum(warp_sums[tid])
+        if tid == 0:
+            cuda.atomic.add(out, 0, value)
+
+
 NOTEBOOK = "05_reduce.ipynb"
 SOLUTIONS = [
     (ex.check_half_sums, _same_code(ex.solution_half_sums)),
@@ -548,6 +679,9 @@ WRONG_ANSWERS = [
     (ex.check_half_sums, assigned_not_added),
     (ex.check_half_sums, through_shared_memory),
     (ex.check_half_sums, calls_solution_half_sums),
+    (ex.check_half_sums, shared_sum_with_idle_shuffles),
+    (ex.check_half_sums, global_sum_with_idle_shuffles),
+    (ex.check_half_sums, half_mask),
     (ex.check_reduce_sum, early_exit),
     (ex.check_reduce_sum, no_grid_stride),
     (ex.check_reduce_sum, every_lane_adds),
@@ -565,6 +699,8 @@ WRONG_ANSWERS = [
     (ex.check_reduce_sum, barrier_before_writes),
     (ex.check_reduce_sum, barrier_only_at_the_start),
     (ex.check_reduce_sum, calls_solution_reduce_sum),
+    (ex.check_reduce_sum, sizes_written_in),
+    (ex.check_reduce_sum, zeroed_without_barrier),
     (ex.check_tolerance, no_atomics),
     (ex.check_tolerance, no_tree),
     (ex.check_tolerance, one_chain),
@@ -576,6 +712,7 @@ WRONG_ANSWERS = [
     (ex.check_tolerance, depth_minus_one),
     (ex.check_tolerance, depth_plus_one),
     (ex.check_tolerance, depth_plus_two),
+    (ex.check_tolerance, every_blocks_atomic),
     (ex.check_tolerance, calls_kernel_depth),
     (ex.check_tolerance, calls_solution_tolerance),
     (ex.check_tolerance, aliased_solution_tolerance),
@@ -692,7 +829,8 @@ def test_a_hint_fires_only_for_the_slip_it_names_on_every_case():
 
 
 def _no_chain(x, blocks, threads):
-    return _bound(x, int(math.log2(threads)) + blocks - 1)  # forgets each thread's grid-stride chain
+    # forgets each thread's grid-stride chain
+    return _bound(x, int(math.log2(threads)) + _atomics(x, blocks, threads))
 
 
 def test_the_lessons_own_kernel_answers_no_exercise():
@@ -721,3 +859,49 @@ def test_a_wrong_prediction_gets_a_true_hint():
     assert "model_times" in ex.check_predicted_time(lesson_model_times).message
     for answer in (typed_constants, datasheet_bandwidth, cupy_fit):  # no expected time printed
         assert "the measured median is" not in ex.check_predicted_time(answer).message
+
+
+# ------------------------------------------------- the reviewer's findings (fixR5b)
+
+
+def test_a_sum_that_does_not_come_through_the_shuffles_is_refused():
+    message = ex.check_half_sums(shared_sum_with_idle_shuffles).message
+    assert "shared array" in message and "shuffles alone" in message, message
+    if gpu_lessons.SIMULATED:  # the closure's array is shared by the simulated threads only
+        message = ex.check_half_sums(global_sum_with_idle_shuffles).message
+        assert "delivers 0" in message and "does not come through your shuffles" in message, message
+
+
+def test_a_mask_error_leaves_cuda_usable():
+    result = ex.check_half_sums(half_mask)
+    assert not result.passed and "mask" in result.message, result
+    import numba.cuda
+
+    assert globals()["cuda"] is numba.cuda or not gpu_lessons.SIMULATED
+    assert ex.__dict__["cuda"] is numba.cuda and k.__dict__["cuda"] is numba.cuda
+
+    @cuda.jit(device=True)  # the learner's next cell: `cuda` is the real module again
+    def again(value):
+        return value
+
+    assert ex.check_half_sums(_same_code(ex.solution_half_sums)).passed
+
+
+def test_sizes_written_in_fail_on_a_second_launch():
+    message = ex.check_reduce_sum(sizes_written_in).message
+    assert f"wrong with {ex.OTHER_BLOCKS} blocks of {ex.OTHER_BLOCK} threads" in message, message
+    assert "written in" in message, message
+
+
+def test_two_warps_writing_one_entry_without_a_barrier_is_a_race():
+    if gpu_lessons.SIMULATED:
+        message = ex.check_reduce_sum(zeroed_without_barrier).message
+        assert "both write warp_sums[" in message and "different warps" in message, message
+    assert ex.check_reduce_sum(zeroed_with_barrier).passed  # the same zeros behind a barrier: right
+
+
+def test_only_the_filled_blocks_atomics_count():
+    assert ex.kernel_depth(50_000, 2**25, 32) == 0 + 5 + 1563 - 1  # 1,563 blocks hold elements
+    message = ex.check_tolerance(every_blocks_atomic).message
+    assert "adds 0.0 to out[0], which is exact" in message, message
+    assert "depth is" not in message and "d u =" not in message, message

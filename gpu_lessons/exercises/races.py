@@ -4,7 +4,9 @@ Each thread's barrier count (``counted_barriers``) is its epoch: accesses of two
 the same epoch have no ``cuda.syncthreads()`` between them. ``watched_shared`` makes the float shared
 arrays of a launch start as NaN (a GPU leaves them undefined) and note every scalar write and read
 with the thread and its epoch; ``first_race`` finds an entry that one thread writes and another
-reads in the same epoch: a read that may see the value before or after the write.
+reads in the same epoch: a read that may see the value before or after the write. ``first_write_race``
+finds an entry that threads of two different warps both write in the same epoch: which value stays
+depends on which warp runs first (warps are not ordered without a barrier).
 """
 
 from __future__ import annotations
@@ -60,6 +62,20 @@ def _scalar_index(index):
     return None
 
 
+class _Log(list):
+    """An array's accesses, plus each noted thread's warp in its block (thread key -> warp index)."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.warps: dict = {}
+
+
+def _warp_index(thread) -> int | None:
+    """The calling simulated thread's warp in its block (linear thread id // 32), or None if unknown."""
+    linear = getattr(thread, "thread_id", None)
+    return None if linear is None else int(linear) // 32
+
+
 class Watched(np.ndarray):
     """A simulated shared array that notes each scalar write and read: (op, index, thread, epoch)."""
 
@@ -74,6 +90,9 @@ class Watched(np.ndarray):
             return
         key = _thread_key()
         self.log.append((op, index, key, self.barriers.get(key, 0)))
+        warps = getattr(self.log, "warps", None)
+        if warps is not None and key not in warps:
+            warps[key] = _warp_index(scheduler.current_thread())
 
     def __setitem__(self, index, value):
         super().__setitem__(index, value)
@@ -119,7 +138,7 @@ def watched_shared(barriers: dict | None = None, logs: list | None = None):
                     res.fill(np.nan)
                     if logs is not None:
                         res = res.view(Watched)
-                        res.log, res.barriers, res.name = [], barriers, _variable_name(caller)
+                        res.log, res.barriers, res.name = _Log(), barriers, _variable_name(caller)
                         logs.append((res.name, res.log))
                 self._allocations[key] = res
         return res
@@ -149,6 +168,22 @@ def first_race(log: list):
             if writer != thread:
                 overwritten = last_write.get((thread, epoch), -1) > position
                 return index, thread, writer, overwritten
+    return None
+
+
+def first_write_race(log: list):
+    """The first entry that threads of two different warps of one block write in the same epoch (no
+    barrier between the writes), as (index, first writer, second writer), or None. Lanes of one warp
+    are left alone (a warp's lanes writing one word together is how warp-synchronous code stores)."""
+    warps = getattr(log, "warps", {})
+    first: dict = {}  # (index, block, epoch) -> the first writer
+    for op, index, thread, epoch in log:
+        if op != "w":
+            continue
+        key = (index, thread[0], epoch)
+        writer = first.setdefault(key, thread)
+        if writer != thread and warps.get(writer) is not None and warps.get(writer) != warps.get(thread):
+            return index, writer, thread
     return None
 
 

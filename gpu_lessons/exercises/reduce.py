@@ -94,6 +94,8 @@ def check_half_sums(half_sums) -> object:
         kernel[1, WARP_BLOCK](x, out)
         with _counted_shuffles() as shuffles:  # on the simulator, in any mode
             trace.trace(kernel, 1, WARP_BLOCK, x, np.full(WARP_BLOCK, np.nan, np.float32))
+        with _shared_allocations() as allocations:  # the simulator, any mode
+            trace.simulate(kernel, 1, WARP_BLOCK, x, np.full(WARP_BLOCK, np.nan, np.float32))
         fewest = min((shuffles.get(((0, 0, 0), (t, 0, 0)), 0), t) for t in range(WARP_BLOCK))
         padded = np.zeros(WARP_BLOCK, np.float32)
         padded[:WARP_N] = x
@@ -106,6 +108,14 @@ def check_half_sums(half_sums) -> object:
             return report(name, False, f"every lane holds its half's sum, but thread {fewest[1]} made "
                           f"{fewest[0]} warp shuffle(s): the exercise builds the sum lane to lane with "
                           "shuffles, each round adding what arrives, not through shared memory")
+        if not wrong.any() and allocations:
+            return report(name, False, f"every lane holds its half's sum, but your code allocates "
+                          f"{allocations[0]}: the exercise builds the sum lane to lane with shuffles alone, "
+                          "each round adding what arrives, with no shared memory")
+        if not wrong.any() and _right_without_shuffles(kernel, x, exact, bound):
+            return report(name, False, "every lane holds its half's sum, and still does when every shuffle "
+                          "delivers 0: the sum does not come through your shuffles. Each round must add "
+                          "the value the shuffle brings from the partner lane")
         if not wrong.any():
             return report(name, True, f"every lane of {WARP_BLOCK // WARP_SIZE} warps holds its half-warp's "
                           "sum, the partial last warp included")
@@ -134,6 +144,57 @@ def check_half_sums(half_sums) -> object:
     return guarded(name, attempt)
 
 
+@contextmanager
+def _shared_allocations():
+    """Note each ``cuda.shared.array`` a simulated launch allocates ('a shared array of 128 float32')."""
+    from numba.cuda.simulator.kernelapi import FakeCUDAShared
+
+    noted: list = []
+    original = FakeCUDAShared.array
+
+    def array(self, shape, dtype, *args, **kwargs):
+        noted.append(f"a shared array (cuda.shared.array({shape}, {getattr(dtype, 'name', dtype)}))")
+        return original(self, shape, dtype, *args, **kwargs)
+
+    FakeCUDAShared.array = array
+    try:
+        yield noted
+    finally:
+        FakeCUDAShared.array = original
+
+
+@contextmanager
+def _silenced_shuffles():
+    """Every warp shuffle of a simulated launch delivers 0 (of the value's type) instead of the partner's
+    value: a sum that is still right did not come through the shuffles."""
+    from ..sim import install, warp
+
+    install()
+    original = warp._shuffle
+
+    def shuffle(kind, mask, value, b):
+        result = original(kind, mask, value, b)
+        return type(result)(0)
+
+    warp._shuffle = shuffle
+    try:
+        yield
+    finally:
+        warp._shuffle = original
+
+
+def _right_without_shuffles(kernel, x, exact, bound) -> bool:
+    """Whether every lane still holds its half's sum when every shuffle delivers 0."""
+    out = np.full(WARP_BLOCK, np.nan, np.float32)
+    try:
+        with _silenced_shuffles():
+            trace.simulate(kernel, 1, WARP_BLOCK, x, out)
+    except Exception:  # noqa: BLE001 - a kernel that cannot run on zeros did use what its shuffles brought
+        return False
+    got = out.astype(np.float64).reshape(-1, HALF)
+    return bool(np.all(np.abs(got - exact[:, None]) <= bound[:, None]))
+
+
 @cuda.jit(device=True)
 def solution_half_sums(value):
     offset = 8  # lane ^ 8, ^ 4, ^ 2, ^ 1 stays in the lane's half; ^ 16 would cross
@@ -148,6 +209,8 @@ def solution_half_sums(value):
 SUM_SIZES = (0, 1, 100, 700)  # empty, one element, under one block, not a multiple of it
 SUM_BLOCK = 128
 SUM_BLOCKS = 2
+OTHER_BLOCKS, OTHER_BLOCK = 3, 256  # a second launch, not named in the text: 8 warps, an odd grid
+OTHER_SIZES = (1000, 5000)  # more than one grid step (1,536 elements a step), and not a multiple
 COUNT_SIZE = 100  # under one block: lanes that return early leave their warp's shuffles incomplete
 HELPERS = ("block_reduce_sum",)  # the lesson's block level: the exercise is to write it
 
@@ -237,9 +300,15 @@ def _load_instructions(traced, array: str = "x") -> int:
 
 
 def _race(logs: list) -> str | None:
-    """A message for the first read that no barrier separates from another thread's write of the
-    same entry in its block, else None."""
+    """A message for the first write by two warps of a block to one entry, or else for the first read,
+    that no barrier separates from another thread's write of the same entry in its block, else None."""
     for name, log in logs:
+        clash = races.first_write_race(log)
+        if clash:
+            index, first, second = clash
+            return (f"{races.describe(first)} and thread {second[1][0]}, in different warps, both write "
+                    f"{name}[{index}] with no barrier between them: warps run in no fixed order, so either "
+                    "value can stay. A barrier (cuda.syncthreads()) between the first write and the second?")
         race = races.first_race(log)
         if race:
             index, reader, writer, _ = race
@@ -328,9 +397,23 @@ def check_reduce_sum(kernel) -> object:
                 if not abs(float(out[0]) - exact) <= bound:
                     return report(name, False, f"n={n}: out[0] = {out[0]:.6f} is not the sum of x; "
                                   f"{_sum_hint(kernel, n, out[0])}")
+        with races.watched_shared() if simulated else _nothing():
+            for n in OTHER_SIZES:  # a launch the text does not name: sizes written in fail here
+                x = rng.standard_normal(n, dtype=np.float32)
+                out = np.zeros(1, np.float32)
+                kernel[OTHER_BLOCKS, OTHER_BLOCK](x, out)
+                exact = float(np.sum(x, dtype=np.float64))
+                depth = -(-n // (OTHER_BLOCKS * OTHER_BLOCK)) + 10 + OTHER_BLOCKS
+                bound = k.gamma(depth) * float(np.sum(np.abs(x), dtype=np.float64))
+                if not abs(float(out[0]) - exact) <= bound:
+                    return report(name, False, f"right with {SUM_BLOCKS} blocks of {SUM_BLOCK} threads, "
+                                  f"wrong with {OTHER_BLOCKS} blocks of {OTHER_BLOCK} threads (n={n}): are "
+                                  "sizes written in? The block's threads, warps and the grid's stride come "
+                                  "from blockDim.x and gridDim.x")
         sizes = ", ".join(map(str, (COUNT_SIZE, *SUM_SIZES)))
         return report(name, True, f"sums of {sizes} elements with {SUM_BLOCKS} blocks of {SUM_BLOCK} threads "
-                      "match float64 NumPy, with one atomic per block")
+                      f"match float64 NumPy, with one atomic per block; so do {OTHER_BLOCKS} blocks of "
+                      f"{OTHER_BLOCK} threads")
 
     return guarded(name, attempt)
 
@@ -392,30 +475,39 @@ def _gamma(depth: int) -> float:
     return k.gamma(depth)
 
 
+def filled_blocks(n: int, blocks: int, threads: int) -> int:
+    """The blocks that hold at least one element (block b's first element is b x threads): the others'
+    atomics add 0.0 to out[0], which is exact."""
+    return min(blocks, -(-n // threads))
+
+
 def kernel_depth(n: int, blocks: int, threads: int) -> int:
-    """The most roundings an element goes through in exercise 3's kernel: its thread's grid-stride
-    chain (k elements added onto 0: k - 1), the block's tree (log2 threads), the blocks' atomics onto
-    out[0] = 0 (blocks - 1)."""
+    """The most roundings an element goes through in exercise 3's kernel (n >= threads, so block 0 is
+    full): its thread's grid-stride chain (k elements added onto 0: k - 1), the block's tree (log2
+    threads), the atomics of the blocks that hold elements, onto out[0] = 0 (filled blocks - 1)."""
     per_thread = max(1, -(-n // (blocks * threads)))
-    return (per_thread - 1) + int(math.log2(threads)) + (blocks - 1)
+    return (per_thread - 1) + int(math.log2(threads)) + (filled_blocks(n, blocks, threads) - 1)
 
 
 # The bound is gamma_d * sum|x| with d exactly the kernel's depth: adding onto 0 (a thread's first element,
 # the first atomic onto out[0] = 0) is exact, so a depth that counts it (d + 1, d + 2) is not that bound.
+# A block that holds no element adds 0.0 to out[0], exact too: only the filled blocks' atomics count.
 # Every case has d between 1,000 and 200,000 (or d u >= 1, no bound): gamma_d and gamma_(d+1) differ by
 # 1/d >= 5e-6 = SAME, and gamma_d and d u by d u >= 6e-5, far more than SAME. The first case is small (3
 # blocks of 64 threads, d = 1,041 + 6 + 2): a chain, a tree and atomics of different lengths, so that no
-# slip in one of them mimics another.
-EX3_CASES = ((200_000, 3, 64), (2**20, 2048, 256), (1000, 2**25, 32), (10**6, 132 * 8, 256), (2**21, 4, 128),
-             (40_000, 1, 1))
+# slip in one of them mimics another. The third has 2^25 blocks, 1,563 of them filled: counting every
+# block's atomic gives d u >= 1 (no bound) where the bound is finite. The last, one chain of 2^24 + 1
+# elements, has d u = 1: no bound. Every case has n >= threads (block 0 is full).
+EX3_CASES = ((200_000, 3, 64), (2**20, 2048, 256), (50_000, 2**25, 32), (10**6, 132 * 8, 256),
+             (2**21, 4, 128), (40_000, 1, 1), (2**24 + 1, 1, 1))
 
 
 def ex3_cases(rng) -> list:
     """EX3_CASES and 20 random ones (half with thousands of blocks, half with long chains)."""
     cases = list(EX3_CASES)
     for _ in range(10):
-        threads = 2 ** int(rng.integers(5, 11))
-        cases.append((int(rng.integers(1, 2**21)), int(rng.integers(1000, 20_000)), threads))
+        threads = 2 ** int(rng.integers(5, 11))  # at least 1,000 filled blocks; some grids have empty ones
+        cases.append((int(rng.integers(1000 * threads, 2**21)), int(rng.integers(1000, 20_000)), threads))
         cases.append((int(rng.integers(2**20, 2**21)), int(rng.integers(1, 5)), 2 ** int(rng.integers(5, 8))))
     return cases
 
@@ -478,6 +570,7 @@ def _slips(x, n: int, blocks: int, threads: int) -> dict:
     abs_sum = float(np.sum(np.abs(np.asarray(x, np.float64))))
     per_thread = max(1, -(-n // (blocks * threads)))
     levels = int(math.log2(threads))
+    filled = filled_blocks(n, blocks, threads)
 
     def bound(d):
         return _gamma(d) * abs_sum
@@ -489,20 +582,23 @@ def _slips(x, n: int, blocks: int, threads: int) -> dict:
             (2 * depth * u / (1 - 2 * depth * u) * abs_sum if 2 * depth * u < 1 else math.inf, SAME),
         "gamma_d = d u / (1 - d u): the denominator matters once d u is not tiny":
             (depth * u * abs_sum if depth * u < 1 else math.inf, SAME),
+        "your depth counts an atomic for every block, but a block that holds no element adds 0.0 to "
+        "out[0], which is exact: count only the additions that can round":
+            (bound(depth + (blocks - filled)), SAME),
         "your depth leaves out the additions of the blocks' totals onto out[0], one after another":
-            (bound(depth - (blocks - 1)), SAME),
+            (bound(depth - (filled - 1)), SAME),
         "your depth leaves out the block's tree": (bound(depth - levels), SAME),
         "your depth leaves out each thread's own chain of adds in the grid-stride loop":
             (bound(depth - (per_thread - 1)), SAME),
         "your depth is that of one chain over all n elements; this kernel splits them": (bound(n - 1), SAME),
         "your depth is what a tree over the blocks' sums would add (levels, log2 of the blocks); the atomics "
         "add them onto out[0] one after another":
-            (bound(depth - (blocks - 1) + math.ceil(math.log2(blocks))), SAME),
+            (bound(depth - (filled - 1) + math.ceil(math.log2(filled))), SAME),
         "your depth is that of one tree over all n elements; this kernel's chains and atomics are longer":
             (bound(math.ceil(math.log2(max(n, 2)))), SAME),
         "the longest chain is the one that rounds up: n / (blocks x threads) elements, rounded up, for the "
         "threads that get one more":
-            (bound(max(1, n // (blocks * threads)) - 1 + levels + blocks - 1), SAME),
+            (bound(max(1, n // (blocks * threads)) - 1 + levels + filled - 1), SAME),
         "your depth counts more roundings than the kernel makes, the same number more on every grid: is "
         "adding onto 0 (a thread's first element onto its register's 0, the first block's sum onto "
         "out[0] = 0) a rounding?":
@@ -543,16 +639,16 @@ def _tolerance_hint(got, x, n: int, blocks: int, threads: int, answered: list) -
         float(got)
     except (TypeError, ValueError):
         return "return a number: the bound, in the units of the sum"
-    if kernel_depth(n, blocks, threads) * 2.0**-24 >= 1:
-        return "here d u >= 1, so there is no bound: return math.inf"
-    if math.isinf(float(got)):
-        return "here d u < 1: the bound is finite"
     tables = [(_slips(case_x, *case),
                _gamma(kernel_depth(*case)) * float(np.sum(np.abs(case_x), dtype=np.float64)), value)
               for case_x, case, value in answered]
     for hint, slip in tables[0][0].items():
         if slip is not None and all(_is_slip(value, slips[hint], right) for slips, right, value in tables):
             return hint
+    if kernel_depth(n, blocks, threads) * 2.0**-24 >= 1:
+        return "here d u >= 1, so there is no bound: return math.inf"
+    if math.isinf(float(got)):
+        return "here d u < 1: the bound is finite"
     offset = _constant_offset(answered)
     if offset is not None:
         unnamed = [hint for hint, slip in tables[0][0].items() if slip is None]
@@ -571,7 +667,8 @@ def _is_slip(value, slip: tuple, right: float) -> bool:
 def solution_tolerance(x, blocks, threads):
     n = len(x)
     per_thread = max(1, -(-n // (blocks * threads)))  # the longest grid-stride chain
-    depth = (per_thread - 1) + int(math.log2(threads)) + (blocks - 1)
+    filled = min(blocks, -(-n // threads))  # blocks holding elements: an empty block's atomic adds 0.0, exact
+    depth = (per_thread - 1) + int(math.log2(threads)) + (filled - 1)
     du = depth * 2.0**-24
     if du >= 1:
         return math.inf

@@ -29,6 +29,7 @@ import collections
 import gc
 import os
 import threading
+import time
 
 import numpy as np
 
@@ -240,14 +241,23 @@ def _manager_run(self, grid_point, *args) -> None:
         thread._manager = None
 
 
+ABORT_JOIN_SECONDS = 10.0  # lanes waiting in a shuffle see the abort flag within warp.POLL_SECONDS
+
+
 def _abort(threads) -> None:
     """As numba does: flag every thread, let the parked ones go (they raise), raise the first error.
-    The threads are not joined, so a debugger still sees them."""
+    Then wait (up to ABORT_JOIN_SECONDS) for the threads to leave: each holds numba's
+    ``swapped_cuda_module``, and only the last one out puts the real ``numba.cuda`` back in the
+    learner's globals. Raising before they leave left ``cuda`` bound to a ``FakeCUDAModule``, so the
+    learner's next ``@cuda.jit`` failed with AttributeError."""
     failed = next(thread for thread in threads if thread.exception)
     for thread in threads:
         thread.abort = True
         thread.syncthreads_blocked = False
         thread.syncthreads_event.set()
+    deadline = time.monotonic() + ABORT_JOIN_SECONDS
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
     raise failed.exception[0].with_traceback(failed.exception[1])
 
 
