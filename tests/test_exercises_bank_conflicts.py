@@ -212,6 +212,11 @@ def _skewed(a, out):  # a rotation instead of an XOR: also a conflict-free swizz
             out[out_row + step, out_col] = tile[tx, (ty + step + tx) % 32]
 
 
+def _table_of_checked_paddings(padding):
+    """The fixed paddings' answers looked up (as the old check's cases were), nothing computed."""
+    return {0: 32, 1: 2, 2: 4, 3: 2, 4: 8, 6: 4, 8: 16, 12: 8, 16: 32}[padding]
+
+
 WRONG_ANSWERS = [
     (ex.check_tile32_pipe, pipe_with(32 + 32)),  # no conflicts counted: the padded tile's 64
     (ex.check_tile32_pipe, pipe_with(32 * 32)),  # the column reads only, the stores forgotten (-3%)
@@ -241,6 +246,8 @@ WRONG_ANSWERS = [
     (ex.check_float64_column, column_from_the_solution),  # review R34, 2
     (ex.check_float64_column, column_traced_inside),  # review R34, 2
     (ex.check_float64_column, column_from_the_lesson_inside),
+    (ex.check_float64_column, lambda p: 2 * math.gcd(p, 8) if p else 32),  # review R34b, 13: wrong at 16
+    (ex.check_float64_column, _table_of_checked_paddings),  # review R34b, 13: a lookup table
 ]
 
 (test_notebook_has_one_cell_per_exercise, test_skeleton_fails, test_solution_passes,
@@ -351,3 +358,22 @@ def test_a_whole_warp_count_agrees_with_the_half_warp_model_for_a_column_read():
         touched = np.unique(np.concatenate([words, words + 1]))  # each float64: two words, two banks
         whole_warp = int(np.bincount(touched % 32, minlength=32).max())
         assert whole_warp == ex.column_read_wavefronts(padding)[0], padding
+
+
+def test_renamed_parameters_pass():  # review R34b, 12: the check calls the prediction positionally
+    def renamed(row_words, n_sms, n_tiles, t_request, t_wavefront):
+        return n_tiles / n_sms * (64 * t_request + (32 + 32 * math.gcd(row_words, 32)) * t_wavefront) / 1e3
+
+    assert ex.check_tile32_pipe(renamed).passed
+
+
+
+def test_a_table_and_a_gcd_with_8_fail():  # review R34b, 13
+    assert 16 in ex.CHECKED_PADDINGS and ex.column_read_wavefronts(16)[0] == 32  # as bad as none
+    result = ex.check_float64_column(lambda p: 2 * math.gcd(p, 8) if p else 32)
+    assert not result.passed and "with 16 float64 of padding a row you give 16" in result.message
+    assert "32 wavefronts" not in result.message and "gives 32" not in result.message
+    for _ in range(3):  # the two drawn paddings differ run to run; a table fails every time
+        result = ex.check_float64_column(_table_of_checked_paddings)
+        assert not result.passed and "for any padding" in result.message and "KeyError" in result.message
+    assert ex.check_float64_column(lambda p: 2 * math.gcd(p, 16)).passed  # a learner's own rule

@@ -14,10 +14,12 @@
    every shared word inside the first 1,024, and the bank conflicts zero.
 3. A float64 tile read by column: the wavefronts of the read for any padding (float64 elements per
    row), which the rule of thumb ("pad by one") does not give: 8-byte accesses go by half-warps, and
-   paddings 2, 4, 6 ... leave conflicts. (For a column read, section 1's gcd rule applied to the
-   stride in words gives the same counts as the half-warp model, at every padding: a right answer. So
-   does a whole-warp count of the distinct words in the busiest bank: lanes r and r + 16 land on the same
-   bank pair, so the whole warp holds exactly twice what each half-warp does, at every padding.)
+   paddings 2, 4, 6 ... leave conflicts, and 16 as many as none. Checked at fixed paddings and at
+   two drawn from 5..40 each run (a table of values fails). (For a column read, section 1's gcd rule
+   applied to the stride in words gives the same counts as the half-warp model, at every padding: a
+   right answer, which the lesson no longer hands out as a shortcut. So does a whole-warp count of the
+   distinct words in the busiest bank: lanes r and r + 16 land on the same bank pair, so the whole warp
+   holds exactly twice what each half-warp does, at every padding.)
 
 Every check refuses a function that calls a reference solution (``solution_*``), and those of 1 and 3
 the course's counters (the bank model, the tracer, the lesson's ``conflict_degree``), however imported.
@@ -124,7 +126,7 @@ def check_tile32_pipe(predict, result=None) -> object:
             if abs(float(got) / expected - 1) > PIPE_TOLERANCE:
                 return report(name, False, f"rows of {rows} words {where}: your {float(got):,.1f} µs is more "
                               f"than {PIPE_TOLERANCE:.0%} off. {hint}")
-        got = float(predict(32, **h200))
+        got = float(predict(32, h200["sms"], h200["tiles"], h200["intercept_ns"], h200["ns_per_wavefront"]))
         off = got / recorded["pipe_us"] - 1
         others = ", ".join(map(str, OTHER_ROWS))
         return report(name, True, f"tile32: {got:,.1f} µs of shared pipe, {off:+.1%} from the recorded "
@@ -275,7 +277,9 @@ def solution_swizzled_tile(a, out):
 
 # ----------------------------------------------------------------------------- exercise 3
 
-CHECKED_PADDINGS = (0, 1, 2, 3, 4, 6, 8, 12)  # float64 elements a row; the float32 rule misses 2, 4, 6 ...
+CHECKED_PADDINGS = (0, 1, 2, 3, 4, 6, 8, 12, 16)  # float64 elements a row; the float32 rule misses 2, 4, 6
+# ...; 16 is as bad as none (a rule of gcd(p, 8) misses it)
+RANDOM_PADDINGS = (5, 40, 2)  # and two paddings drawn from 5..40 each run: a table of the fixed ones fails
 
 
 def column_read_wavefronts(padding: int) -> tuple[int, int]:
@@ -300,8 +304,15 @@ def check_float64_column(answer) -> object:
                           "the exercise is to count the wavefronts yourself, from the banks")
         if refusal:
             return refusal
-        for padding in CHECKED_PADDINGS:
-            got = answer(padding)
+        low, high, draws = RANDOM_PADDINGS
+        drawn = np.random.default_rng().choice(np.arange(low, high + 1), draws, replace=False)
+        for padding in (*CHECKED_PADDINGS, *map(int, drawn)):
+            try:
+                got = answer(padding)
+            except Exception as error:  # noqa: BLE001 - the learner's code: any error is feedback
+                return report(name, False, f"at a padding of {padding} your function raised "
+                              f"{type(error).__name__}: it must count the wavefronts for any padding, from "
+                              "the banks, not look them up")
             if got is None or isinstance(got, (tuple, list)) or not float(got).is_integer():
                 return report(name, False, "return one whole number: the wavefronts of the column read at "
                               "that padding")

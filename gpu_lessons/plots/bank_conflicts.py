@@ -331,7 +331,7 @@ def cost_model_bars(model: pd.DataFrame, provenance: str | None = None, ax: Axes
     ax.barh(positions, model["measured_us"], height=0.7, color=PALETTE[0], label="measured")
     thin = 0.2
     ax.barh(positions + (thin / 2 + 0.01 if issue else 0), model["pipe_us"], height=thin, color=PALETTE[1],
-            label="shared pipe: wavefronts x 1 SM clock")
+            label="shared pipe: per request + 1 SM clock per wavefront")
     if issue:
         upper = (model["issue_upper_bound"].fillna(False).astype(bool) if "issue_upper_bound" in model
                  else pd.Series(False, index=model.index))
