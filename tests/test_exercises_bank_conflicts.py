@@ -228,6 +228,7 @@ WRONG_ANSWERS = [
     (ex.check_tile32_pipe, cell_21_copied),  # right for tile32 and the padded tile only
     (ex.check_tile32_pipe, pipe_with(lambda w: 32 + 32 * (w % 32 or 32))),  # row_words % 32: wrong at 44
     (ex.check_tile32_pipe, pipe_with(lambda w: 32 + 32 * (32 // (w % 32 or 1)))),  # 32 / offset, not gcd
+    (ex.check_tile32_pipe, pipe_with(lambda w: 32 + 32 * math.gcd(w, 64))),  # 64 banks: wrong at rows of 64
     (ex.check_tile32_pipe, course_pipe),  # review l34, C6
     (ex.check_tile32_pipe, pipe_from_the_solution),  # review R34, 1
     (ex.check_tile32_pipe, pipe_traced_inside),  # review R34, 1
