@@ -5,7 +5,6 @@ import types
 
 import numba
 import numpy as np
-import pytest
 from test_exercises import exercise_tests
 
 import gpu_lessons  # noqa: F401 - chooses the mode before numba.cuda
@@ -33,7 +32,7 @@ SOLUTIONS = [
     (ex.check_micro_tile_kernel, _same_code(ex.solution_micro_tile_kernel)),
     (ex.check_global_sectors, _same_code(ex.solution_global_sectors)),
     (ex.check_conflict_free_pieces, _same_code(ex.solution_conflict_free_pieces)),
-    (ex.check_warp_tile_wavefronts, 8),  # the number, typed in
+    (ex.check_warp_tile_wavefronts, _same_code(ex.solution_warp_tile_wavefronts)),
 ]
 
 TILE = 16
@@ -417,6 +416,33 @@ def micro_acc01_acc10_swapped(a, b, c):
             c[row + 1, col + 1] = acc11
 
 
+def whole_panels_at_the_edges(m, n, k, bm, bn):
+    """Every block, the partial ones too, counted with whole panels: the loads past the edge counted."""
+    return -(-m // bm) * -(-n // bn) * (bm + bn) * k * 4 / 32
+
+
+def k_rounded_to_k_tiles(m, n, k, bm, bn):
+    """K rounded up to whole 8-deep k-tiles: the partial k-tile read whole (0.1% off at K = 1023)."""
+    padded = -(-k // 8) * 8
+    return (-(-n // bn) * m * padded + -(-m // bm) * n * padded) * 4 / 32
+
+
+def test_the_sector_count_is_what_the_kernels_load(capsys):
+    """The reviewer's two answers: K rounded up passed (0.1% off at 1023), in-bounds panels failed."""
+    message = ex.check_global_sectors(k_rounded_to_k_tiles).message
+    assert "rounds K up to whole k-tiles" in message and "900x700x100" in message, message
+    message = ex.check_global_sectors(whole_panels_at_the_edges).message
+    assert "counts whole panels for the blocks at the edges" in message, message
+    assert "bm and bn paired" not in message  # a square tile: no swap to blame
+    for answer in (k_rounded_to_k_tiles, whole_panels_at_the_edges, floor_blocks):
+        message = ex.check_global_sectors(answer).message
+        assert str(round(ex.solution_global_sectors(900, 700, 100, 128, 64))) not in message
+        assert str(ex.solution_global_sectors(4095, 4097, 1023, 128, 128)) not in message
+    for m, n, k, bm, bn in ((900, 700, 100, 128, 64), (4095, 4097, 1023, 128, 128)):
+        assert abs(k_rounded_to_k_tiles(m, n, k, bm, bn) / ex.solution_global_sectors(m, n, k, bm, bn) - 1) \
+            > (ex.SECTOR_TOLERANCE if k == 100 else 0)
+
+
 def floor_blocks(m, n, k, bm, bn):
     """Blocks counted with floor division: right only where the tiles divide the matrix."""
     return (m // bm) * (n // bn) * (bm + bn) * k * 4 / 32
@@ -424,7 +450,7 @@ def floor_blocks(m, n, k, bm, bn):
 
 def tile_sides_swapped(m, n, k, bm, bn):
     """bm paired with N and bn with M: right wherever the tile is square or the matrix is."""
-    return -(-m // bn) * -(-n // bm) * (bm + bn) * k * 4 / 32
+    return (-(-n // bm) * m * k + -(-m // bn) * n * k) * 4 / 32
 
 
 @cuda.jit
@@ -522,6 +548,34 @@ no_barrier_after_products = _tiled_variant(True, False, False)
 last_tile_dropped = _tiled_variant(True, True, True)  # range(0, depth // TILE * TILE, TILE)
 
 
+@cuda.jit
+def last_tile_bound_remainder(a, b, c):
+    """The last tile's loop bound taken as depth % TILE: right at K = 21, 0 (the tile lost) at K = 32."""
+    a_tile = cuda.shared.array((16, 16), numba.float32)
+    b_tile = cuda.shared.array((16, 16), numba.float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    row, col = cuda.blockIdx.y * TILE + ty, cuda.blockIdx.x * TILE + tx
+    m, depth = a.shape
+    n = b.shape[1]
+    acc = numba.float32(0.0)
+    for start in range(0, depth, TILE):
+        a_tile[ty, tx] = a[row, start + tx] if row < m and start + tx < depth else 0.0
+        b_tile[ty, tx] = b[start + ty, col] if start + ty < depth and col < n else 0.0
+        cuda.syncthreads()
+        stop = TILE if start + TILE < depth else depth % TILE
+        for kk in range(stop):
+            acc += a_tile[ty, kk] * b_tile[kk, tx]
+        cuda.syncthreads()
+    if row < m and col < n:
+        c[row, col] = acc
+
+
+def test_the_last_tile_hint_is_true_of_a_whole_last_tile(capsys):
+    message = ex.check_tiled_kernel(last_tile_bound_remainder).message
+    assert "at 33x32 @ 32x12" in message and "k = 16-31, the whole last k-tile" in message, message
+    assert "32 is a multiple of 16" in message and "no multiple" not in message, message
+
+
 def _micro_with_a1(offset_row: int, offset_k: int):
     """Exercise 2's solution with a1 read at a[row + offset_row, k + offset_k] (a wrong stride of A)."""
 
@@ -601,9 +655,10 @@ def test_no_message_prints_an_expected_value_or_the_formula(capsys):
         message = ex.check_global_sectors(answer).message
         assert "counted" not in message and "ceil" not in message and "panel of B, 4 bytes" not in message
     assert "that looks like bytes" in ex.check_global_sectors(bytes_not_sectors).message
-    for answer in (4, 12, 16):
+    for answer in (quarter_warps_always, half_warps_always, pairs_by_interleave, guessed_eight):
         message = ex.check_warp_tile_wavefronts(answer).message
         assert "too many" not in message and "too few" not in message
+        assert "expected" not in message and "counter sees 4" not in message
 
 
 def test_hints_name_the_pattern(capsys):
@@ -656,22 +711,87 @@ def micro_skeleton(a, b, c):
     c[row, col] = acc00
 
 
-@pytest.fixture(autouse=True)
-def _fresh_session():
-    """Exercise 5 remembers, per session, the layouts traced and the numbers tried: each test starts anew."""
-    ex.lesson.TRACED_LAYOUTS.clear()
-    ex.lesson.MODELLED_LAYOUTS.clear()
-    ex._tried.clear()
+def quarter_warps_always(tm, tn, lanes_m, interleave):
+    """Every 16-byte load in quarter-warps: the pairs forgotten (step 11's 12 for the named layout)."""
+    return (tm + tn) // 4 * 4
 
 
-def test_the_warp_tile_prediction_is_no_lookup_and_no_search(capsys):
-    assert ex.check_warp_tile_wavefronts(8).passed
-    traced = ex.lesson.traced_shared_wavefronts(ex.PAIRED_8X8_WARP)["tracer"]  # the check's own counter
-    message = ex.check_warp_tile_wavefronts(traced).message
-    assert not ex.check_warp_tile_wavefronts(traced).passed and "already run" in message, message
-    ex.lesson.TRACED_LAYOUTS.clear()
-    assert not any(ex.check_warp_tile_wavefronts(p).passed for p in range(30))  # brute force
-    assert "different numbers tried" in ex.check_warp_tile_wavefronts(8).message
+def half_warps_always(tm, tn, lanes_m, interleave):
+    """Every 16-byte load in half-warps: right for the named layout, wrong where lanes do not pair."""
+    return (tm + tn) // 4 * 2
+
+
+def pairs_by_interleave(tm, tn, lanes_m, interleave):
+    """A always paired, B paired only with interleave 2: right for 2 x 16, 4 x 8 and 8 x 4 warps."""
+    return tm // 4 * 2 + tn // 4 * (2 if interleave == 2 else 4)
+
+
+def guessed_eight(tm, tn, lanes_m, interleave):
+    """The named layout's number, returned for every layout."""
+    return 8
+
+
+def model_looked_up(tm, tn, lanes_m, interleave):
+    """The lesson's pair-rule model, called on the layout."""
+    return ex.lesson.shared_wavefronts_per_k_step(ex.warp_tile(tm, tn, lanes_m, interleave))["wavefronts"]
+
+
+def tracer_looked_up(tm, tn, lanes_m, interleave):
+    """The lesson's traffic counter (the private one, as the reviewer called it)."""
+    from dataclasses import replace
+
+    tile = replace(ex.PAIRED_8X8_WARP, tm=tm, tn=tn, lanes_m=lanes_m, interleave=interleave,
+                   bm=lanes_m * tm, bn=32 // lanes_m * tn)
+    return ex.lesson._count_shared_wavefronts(tile, noted=False)["tracer"]
+
+
+def check_cache_unwrapped(tm, tn, lanes_m, interleave):
+    """The check's own cached counter, unwrapped."""
+    return ex._traced_wavefronts.__wrapped__((tm, tn, lanes_m, interleave))
+
+
+def lane_rule_called(tm, tn, lanes_m, interleave):
+    """The lesson's rule for one load, fed the lesson's own addresses."""
+    from gpu_lessons.lessons import gemm as lesson
+
+    tile = ex.warp_tile(tm, tn, lanes_m, interleave)
+    return sum(lesson.lds128_wavefronts(a)[0] for a in lesson.shared_load_addresses(tile).values())
+
+
+LAYOUT_TABLE = {(8, 16, 2, 1): 20, (8, 16, 2, 2): 12, (8, 16, 4, 1): 16, (8, 16, 4, 2): 12, (8, 8, 4, 2): 8}
+
+
+def table_looked_up(tm, tn, lanes_m, interleave):
+    """Numbers copied from the lesson's layout table (and the named layout), 12 for anything else."""
+    return LAYOUT_TABLE.get((tm, tn, lanes_m, interleave), 12)
+
+
+def test_the_warp_tile_prediction_is_no_guess_and_no_lookup(capsys):
+    for number in (12, 16, 20, 4, 6, 8):  # the reviewer's guesses, in order: a number is no answer now
+        result = ex.check_warp_tile_wavefronts(number)
+        assert not result.passed and "write a function" in result.message, result
+    for looked_up in (model_looked_up, tracer_looked_up, check_cache_unwrapped, lane_rule_called):
+        result = ex.check_warp_tile_wavefronts(looked_up)
+        assert not result.passed and "work it out" in result.message and "course helper" in result.message, \
+            result
+    result = ex.check_warp_tile_wavefronts(table_looked_up)
+    assert not result.passed and "not what the traffic counter sees" in result.message, result
+
+
+def test_the_warp_tile_hints_name_the_slip(capsys):
+    hints = {quarter_warps_always: "4 wavefronts for every load",
+             half_warps_always: "2 wavefronts for every load",
+             pairs_by_interleave: "lanes l and l ^ 2 read the same piece of B"}
+    for answer, words in hints.items():
+        message = ex.check_warp_tile_wavefronts(answer).message
+        assert words in message, message
+    assert "the layout the text names" in ex.check_warp_tile_wavefronts(quarter_warps_always).message
+
+
+def test_the_warp_tile_reference_matches_the_counter_on_every_layout_the_check_can_draw():
+    wrong = [layout for layout in ex.LAYOUT_CHOICES
+             if ex.solution_warp_tile_wavefronts(*layout) != ex._traced_wavefronts(layout)]
+    assert not wrong and set(ex.FIXED_LAYOUTS) <= set(ex.LAYOUT_CHOICES)
 
 
 @cuda.jit
@@ -752,28 +872,18 @@ def test_calling_a_solution_answers_no_exercise():
         assert called in result.message, result
     result = ex.check_warp_tile_wavefronts(ex.solution_warp_tile_wavefronts)
     assert not result.passed and "solution_warp_tile_wavefronts" in result.message, result
+    result = ex.check_warp_tile_wavefronts(calls_wavefront_solution)
+    assert not result.passed and "solution_warp_tile_wavefronts" in result.message, result
+
+
+def calls_wavefront_solution(tm, tn, lanes_m, interleave):
+    return ex.solution_warp_tile_wavefronts(tm, tn, lanes_m, interleave) + 0  # the reviewer's "+ 0"
 
 
 def test_a_micro_tile_written_for_the_named_shape_fails_on_the_other():
     for kernel in (micro_sizes_written_in, micro_odd_edge_only):
         message = ex.check_micro_tile_kernel(kernel).message
         assert "at 20x16 @ 16x66" in message and "sizes written in" in message, message
-
-
-def test_the_warp_tile_prediction_is_no_model_lookup():
-    for look_up in (lambda: ex.lesson.shared_wavefronts_per_k_step(ex.PAIRED_8X8_WARP)["wavefronts"],
-                    lambda: ex.lesson.per_k_step({"mine": ex.PAIRED_8X8_WARP}).iloc[0][
-                        "shared wavefronts per warp per k-step"]):
-        ex.lesson.MODELLED_LAYOUTS.clear()
-        number = look_up()
-        message = ex.check_warp_tile_wavefronts(number).message
-        assert "pair-rule model" in message and "lookup" in message, message
-    ex.lesson.MODELLED_LAYOUTS.clear()
-    ex.lesson._count_shared_wavefronts(ex.PAIRED_8X8_WARP)  # the private counter, called by hand
-    assert "already run" in ex.check_warp_tile_wavefronts(8).message
-    ex.lesson.TRACED_LAYOUTS.clear()
-    ex.lesson.per_k_step({"step 11": ex.lesson.steps.REGISTER_CAP_TILE})  # section 8's table: another layout
-    assert ex.check_warp_tile_wavefronts(8).passed
 
 
 WRONG_ANSWERS = [
@@ -819,9 +929,17 @@ WRONG_ANSWERS = [
     (ex.check_conflict_free_pieces, contiguous_pieces),
     (ex.check_conflict_free_pieces, overlapping_pieces),
     (ex.check_conflict_free_pieces, half_row_pieces),
-    (ex.check_warp_tile_wavefronts, 12),  # step 11's count: the pairs forgotten
-    (ex.check_warp_tile_wavefronts, 16),  # four wavefronts for every 16-byte load
-    (ex.check_warp_tile_wavefronts, 4),  # one wavefront a load
+    (ex.check_warp_tile_wavefronts, quarter_warps_always),
+    (ex.check_warp_tile_wavefronts, half_warps_always),
+    (ex.check_warp_tile_wavefronts, pairs_by_interleave),
+    (ex.check_warp_tile_wavefronts, guessed_eight),
+    (ex.check_warp_tile_wavefronts, table_looked_up),
+    (ex.check_warp_tile_wavefronts, model_looked_up),
+    (ex.check_warp_tile_wavefronts, calls_wavefront_solution),
+    (ex.check_warp_tile_wavefronts, 8),  # the named layout's number, typed in
+    (ex.check_global_sectors, whole_panels_at_the_edges),
+    (ex.check_global_sectors, k_rounded_to_k_tiles),
+    (ex.check_tiled_kernel, last_tile_bound_remainder),
 ]
 
 (test_notebook_has_one_cell_per_exercise, test_skeleton_fails, test_solution_passes,

@@ -12,8 +12,9 @@
 4. A conflict-free lane mapping: each lane of a warp reads two 4-wide pieces of one 256-float row of
    shared memory with 16-byte loads; every column read once and, by the traffic counter, no bank
    conflict.
-5. Predict a number: the shared wavefronts one warp needs per k-step for step 11's 8x8 micro-tile
-   with its lanes laid out 4 x 8 in pairs; checked with the traffic counter on a one-warp tile.
+5. Predict the shared wavefronts one warp needs per k-step, as a function of its micro-tile and lane
+   layout (step 11's 8x8 micro-tile laid out 4 x 8 in pairs named, others drawn at random); checked with
+   the traffic counter on one-warp tiles.
 """
 
 from __future__ import annotations
@@ -103,6 +104,10 @@ def _both_tiles_transposed(a, b, size: int) -> np.ndarray:
 def _k_description(missing: list[int], depth: int, tile: int | None) -> str:
     ks = ", ".join(str(k) for k in missing)
     if tile and len(missing) > 1 and missing == _last_tile(depth, tile):
+        if depth % tile == 0:
+            return (f"k = {_spans(missing)}, the whole last k-tile ({len(missing)} deep: {depth} is a "
+                    f"multiple of {tile}, so the last tile is a whole one and its loop runs {tile} k, not "
+                    f"{depth} % {tile} = 0)")
         return (f"k = {_spans(missing)}, the whole last k-tile ({len(missing)} deep: {depth} is no multiple "
                 f"of {tile}, and the partial tile counts too)")
     if tile and len(missing) > 1 and missing == _last_of_each_tile(depth, tile):
@@ -458,16 +463,19 @@ def recorded_sectors(result=None) -> dict:
     return out
 
 
-# A shape the tiles do not divide (the lesson's awkward shape; step 11's tile, then a tile taller than
-# wide, where bm and bn swapped give another count): no profile there, so the model's own count is the
-# reference, the partial blocks at the edges included.
-UNEVEN_CASES = (((4095, 4097, 1023), (128, 128)), ((4095, 4097, 1023), (128, 64)))
+# Shapes the tiles do not divide (the lesson's awkward shape; step 11's tile, then a tile taller than
+# wide, where bm and bn swapped give another count; then a short K that is no multiple of a k-tile, where
+# K rounded up to whole k-tiles misses by 4%): no profile there, so the model's own count is the
+# reference. The kernels skip every load past the edge (rows >= M, columns >= N, k >= K: zeros, no load),
+# so the partial blocks count only what they load.
+UNEVEN_CASES = (((4095, 4097, 1023), (128, 128)), ((4095, 4097, 1023), (128, 64)),
+                ((900, 700, 100), (128, 64)))
 
 
 def check_global_sectors(predict) -> object:
     """``predict(m, n, k, bm, bn)``: 32-byte sectors of global loads of a GEMM with bm x bn block
-    tiles (each block reads its panels of A and B once), against the H200's Nsight Compute counts,
-    and on a shape the tiles do not divide against the model's own count."""
+    tiles (each block loads its panels of A and B once, nothing past the matrix edges), against the
+    H200's Nsight Compute counts, and on shapes the tiles do not divide against the model's own count."""
     name = "exercise 3 (global sectors of a block-tiled GEMM)"
 
     def wrong(got, expected) -> bool:
@@ -489,19 +497,42 @@ def check_global_sectors(predict) -> object:
             got, expected = predict(m, n, k, bm, bn), solution_global_sectors(m, n, k, bm, bn)
             if not wrong(got, expected):
                 continue
-            if not wrong(got, solution_global_sectors(m, n, k, bn, bm)):
-                return report(name, False, f"at {m}x{n}x{k} with {bm}x{bn} tiles you said {got}: a block "
-                              f"tile of {bm}x{bn} covers {bm} rows of C (along M) and {bn} columns (along "
-                              "N); is each of bm and bn paired with its own dimension?")
-            return report(name, False, f"right for the five profiled kernels (every tile divides 2048), but "
-                          f"at {m}x{n}x{k} with {bm}x{bn} tiles you said {got}: {m}/{bm} and {n}/{bn} are "
-                          "not whole numbers. The partial blocks at the edges are launched too; the model "
-                          "counts each as a whole block reading whole panels")
+            where = (f"right for the five profiled kernels (every tile divides 2048), but at {m}x{n}x{k} "
+                     f"with {bm}x{bn} tiles you said {got}: ")
+            swapped_blocks = -(-m // bn) * -(-n // bm) * (bm + bn) * k * 4 / 32  # whole panels, sides swapped
+            known = _uneven_hint(got, m, n, k, bm, bn, known_only=True)
+            if not known and bm != bn and (not wrong(got, solution_global_sectors(m, n, k, bn, bm))
+                                           or not wrong(got, swapped_blocks)):
+                return report(name, False, where + f"a block tile of {bm}x{bn} covers {bm} rows of C (along "
+                              f"M) and {bn} columns (along N); is each of bm and bn paired with its own "
+                              "dimension?")
+            return report(name, False, where + _uneven_hint(got, m, n, k, bm, bn))
         return report(name, True, "within 0.5% of Nsight Compute for every kernel (" + ", ".join(lines) +
                       "), and right where the tiles do not divide the matrix: the block tile, not the "
                       "micro-tile or the load width, sets the global traffic")
 
     return guarded(name, attempt)
+
+
+def _uneven_hint(got, m, n, k, bm, bn, known_only: bool = False) -> str | None:
+    """What a count that is wrong only where the tiles do not divide resembles, never the count."""
+    whole_blocks = -(-m // bm) * -(-n // bn)
+    near = {
+        "that counts whole panels for the blocks at the edges: the kernel skips every load past the edge "
+        "(rows of A past M, columns of B past N), so an edge block loads only the rows and columns that "
+        "exist": whole_blocks * (bm + bn) * k * 4 / 32,
+        "that rounds K up to whole k-tiles: the kernel skips the loads past K too, so the last, partial "
+        "k-tile loads only what exists": solution_global_sectors(m, n, -(-k // 8) * 8, bm, bn),
+        "that counts only the whole blocks: the partial blocks at the edges are launched too, and load "
+        "what exists of their panels": (m // bm) * (n // bn) * (bm + bn) * k * 4 / 32,
+    }
+    for hint, candidate in near.items():
+        if np.isfinite(float(got)) and np.isclose(float(got), candidate, rtol=SECTOR_TOLERANCE):
+            return hint
+    if known_only:
+        return None
+    return (f"{m}/{bm} and {n}/{bn} are not whole numbers. Count the blocks along M and along N (the partial "
+            "ones are launched too), then what each loads: only the rows, columns and k that exist")
 
 
 def _sector_hint(got, m, n, k, bm, bn) -> str:
@@ -528,8 +559,10 @@ def _sector_hint(got, m, n, k, bm, bn) -> str:
 
 
 def solution_global_sectors(m, n, k, bm, bn):
-    blocks = -(-m // bm) * -(-n // bn)
-    return blocks * (bm + bn) * k * 4 / 32
+    # each column of blocks loads all of A (M x K), each row of blocks all of B (K x N): the blocks at
+    # the edges load only the rows and columns that exist
+    blocks_m, blocks_n = -(-m // bm), -(-n // bn)
+    return (blocks_n * m * k + blocks_m * n * k) * 4 / 32
 
 
 # ----------------------------------------------------------------------------- exercise 4
@@ -605,72 +638,106 @@ def solution_conflict_free_pieces(out):
 PAIRED_8X8_WARP = codegen.Tile(bm=32, bn=64, bk=4, tm=8, tn=8, lanes_m=4, interleave=2, pad=0,
                                max_registers=None)
 
+# The layouts the check counts: the one the text names, then four it does not (each catches a slip: B
+# paired through lane l ^ 2, A unpaired and B broadcast, A broadcast, step 12's 2 x 16), then random ones.
+NAMED_LAYOUT = (8, 8, 4, 2)  # tm, tn, lanes_m, interleave
+FIXED_LAYOUTS = (NAMED_LAYOUT, (4, 8, 16, 1), (8, 4, 32, 1), (4, 16, 1, 1), (8, 16, 2, 1))
+LAYOUT_CHOICES = [(tm, tn, lanes_m, pair) for tm in (4, 8, 16) for tn in (4, 8, 16)
+                  for lanes_m in (1, 2, 4, 8, 16, 32) for pair in ((1, 2) if 1 < lanes_m < 32 else (1,))]
+RANDOM_LAYOUTS = 3
+
+
+def warp_tile(tm: int, tn: int, lanes_m: int, interleave: int) -> codegen.Tile:
+    """A block of one warp with the given micro-tile and lane layout (A unpadded)."""
+    return codegen.Tile(bm=lanes_m * tm, bn=32 // lanes_m * tn, bk=4, tm=tm, tn=tn, lanes_m=lanes_m,
+                        interleave=interleave, pad=0, max_registers=None)
+
 
 @cache
-def _paired_wavefronts() -> float:
-    """The traffic counter's wavefronts per warp per k-step for PAIRED_8X8_WARP (one run a session)."""
-    _check_counted.append(True)
-    return lesson._count_shared_wavefronts(PAIRED_8X8_WARP, noted=False)["tracer"]
+def _traced_wavefronts(layout: tuple) -> float:
+    """The traffic counter's wavefronts per warp per k-step for one layout (one run per layout)."""
+    return lesson._count_shared_wavefronts(warp_tile(*layout), noted=False)["tracer"]
 
 
-_check_counted: list = []  # filled when the check itself counts: a cached count without it was asked by hand
+def _layout_words(layout: tuple) -> str:
+    tm, tn, lanes_m, pair = layout
+    return (f"tm={tm}, tn={tn}, lanes_m={lanes_m}, interleave={pair} ({lanes_m} x {32 // lanes_m} lanes"
+            f"{', in pairs' if pair == 2 else ''})")
 
 
-def _looked_up() -> str | None:
-    """A refusal if this session has already counted PAIRED_8X8_WARP's wavefronts (by the tracer or by the
-    lesson's pair-rule model, the function the check uses included), else None."""
-    layout = lesson.warp_layout(PAIRED_8X8_WARP)
-    if layout in lesson.TRACED_LAYOUTS or (_paired_wavefronts.cache_info().currsize and not _check_counted):
-        return ("the traffic counter has already run on this warp layout in this session "
-                "(lesson.traced_shared_wavefronts): that is the check, not a prediction. Restart the kernel "
-                "and count it out")
-    if layout in lesson.MODELLED_LAYOUTS:
-        return ("the lesson's pair-rule model (lesson.shared_wavefronts_per_k_step, per_k_step or "
-                "lane_layouts) has already counted this warp layout in this session: that is a lookup, not a "
-                "prediction. Restart the kernel and count it out")
-    return None
+def _per_load(tm, tn, a_wavefronts, b_wavefronts):
+    return tm // 4 * a_wavefronts + tn // 4 * b_wavefronts
 
 
-class _Answer(int):
-    """The reference number, as an object of its own: an alias of it (``prediction =
-    exercises.solution_warp_tile_wavefronts``) is found by identity, a number typed in is not."""
+def _wavefront_hint(value, layout: tuple) -> str:
+    """What a wrong count resembles (each hint true of the answer that gets it), never the count."""
+    tm, tn, lanes_m, pair = layout
+    loads = (tm + tn) // 4
+    if value == 4 * loads:
+        return ("that is 4 wavefronts for every load: when each lane reads the same 16 bytes as lane l ^ 1 "
+                "(or each as lane l ^ 2), half-warps are served together")
+    if value == 2 * loads:
+        return ("that is 2 wavefronts for every load: a load is served by half-warps only when each lane "
+                "reads the same 16 bytes as lane l ^ 1 (or each as lane l ^ 2); work out A's and B's pieces "
+                "apart")
+    if value == loads:
+        return "that is one wavefront a load: a wavefront serves 128 bytes, and a load moves 512"
+    if pair == 1 and value == _per_load(tm, tn, 2, 4):
+        return ("that pairs A and not B: here lanes l and l ^ 2 read the same piece of B, or A's pieces "
+                "are not shared; apply the rule to each operand from the lane's row and column group")
+    return ("count, for A and for B apart, the 16-byte loads per k-step (tm / 4 and tn / 4) and whether "
+            "lanes l and l ^ 1, or l and l ^ 2, read the same piece (row group for A, column group for B)")
 
 
-TRIES = 6  # different wrong numbers in one session before the check stops answering (no brute force)
-_tried: set = set()
+def _wavefront_helpers() -> tuple:
+    """The lesson's counters and its wavefront model: calling any of them is the check, not a prediction."""
+    return (lesson.lds128_wavefronts, lesson.lane_coordinates, lesson.shared_load_addresses,
+            lesson.shared_wavefronts_per_k_step, lesson.lane_layouts, lesson.per_k_step,
+            lesson.traced_shared_wavefronts, lesson._count_shared_wavefronts, lesson.lane_grid,
+            lesson.output_owners, trace.trace, codegen.build, warp_tile, _traced_wavefronts)
 
 
-def check_warp_tile_wavefronts(prediction) -> object:
-    """``prediction``: shared wavefronts one warp needs per k-step for ``PAIRED_8X8_WARP``, checked by
-    running the generated kernel for one warp on the simulator with the traffic counter. A prediction is
-    made before the counter runs on that layout, and in a few tries."""
+def check_warp_tile_wavefronts(predict) -> object:
+    """``predict(tm, tn, lanes_m, interleave)``: shared wavefronts one warp needs per k-step for a warp
+    tile laid out that way, checked by running the generated kernel for one warp on the simulator with
+    the traffic counter, on the named layout, four others and a few drawn at random."""
     name = "exercise 5 (wavefronts of a warp tile)"
 
     def attempt():
-        if prediction is None:
-            return report(name, False, "not answered yet: set prediction to a number")
-        if prediction is solution_warp_tile_wavefronts:
-            return report(name, False, "your prediction is exercises.solution_warp_tile_wavefronts, the "
-                          "reference solution: the exercise is to work it out yourself, not to read the "
-                          "course's own answer")
-        looked_up = _looked_up()
-        if looked_up:
-            return report(name, False, looked_up)
-        if len(_tried) >= TRIES:
-            return report(name, False, f"{len(_tried)} different numbers tried in this session: that is a "
-                          "search, not a prediction. Count it out per operand (16-byte loads per k-step, "
-                          "lanes one wavefront serves), then restart the kernel and check once")
-        traced = _paired_wavefronts()
-        if float(prediction) != traced:
-            _tried.add(float(prediction))
-            return report(name, False, f"you said {prediction}: not what the traffic counter sees. Count "
-                          "the 16-byte shared loads a warp issues per k-step for an 8 x 8 micro-tile, then, "
-                          "for A and for B separately, how many lanes one wavefront serves in this layout "
-                          "(which lanes read the same 16 bytes?)")
-        return report(name, True, f"{traced:g} wavefronts per warp per k-step: with lanes in pairs both "
-                      "operands are read by half-warps, 2 wavefronts a load (step 11's 2 x 16 lanes need 12)")
+        if predict is None or not callable(predict):
+            return report(name, False, "not answered yet: write a function warp_wavefronts(tm, tn, lanes_m, "
+                          "interleave) that returns a number")
+        refused = _calls_an_answer(predict, _wavefront_helpers())
+        if refused:
+            return report(name, False, refused)
+        rng = np.random.default_rng()
+        drawn = [LAYOUT_CHOICES[i] for i in rng.choice(len(LAYOUT_CHOICES), RANDOM_LAYOUTS, replace=False)]
+        layouts = list(FIXED_LAYOUTS) + [x for x in drawn if x not in FIXED_LAYOUTS]
+        for layout in layouts:
+            got = predict(*layout)
+            try:
+                value = float(got)
+            except (TypeError, ValueError):
+                return report(name, False, f"for {_layout_words(layout)} your function returned {got!r}: "
+                              "return a number of wavefronts")
+            if value != _traced_wavefronts(layout):
+                named = "the layout the text names, " if layout == NAMED_LAYOUT else ""
+                return report(name, False, f"for {named}{_layout_words(layout)} you said {got}: not what "
+                              f"the traffic counter sees; {_wavefront_hint(value, layout)}")
+        return report(name, True, f"right for {len(layouts)} layouts, {len(layouts) - 1} of them ones the "
+                      "text does not name: a 16-byte load takes 2 wavefronts when lanes in pairs read the "
+                      "same 16 bytes, else 4; with lanes in pairs, 4 x 8 reads both operands by half-warps")
 
     return guarded(name, attempt)
 
 
-solution_warp_tile_wavefronts = _Answer(8)
+def solution_warp_tile_wavefronts(tm, tn, lanes_m, interleave):
+    lanes_n = 32 // lanes_m
+    lane = np.arange(32)
+    row_group = lane // (interleave * lanes_n) * interleave + lane % interleave  # what A's address follows
+    column_group = lane // interleave % lanes_n  # what B's address follows
+
+    def per_load(group):  # half-warps when every lane reads what lane l ^ 1 (or every lane what l ^ 2) reads
+        return 2 if any(np.all(group == group[lane ^ partner]) for partner in (1, 2)) else 4
+
+    return tm // 4 * per_load(row_group) + tn // 4 * per_load(column_group)

@@ -334,7 +334,7 @@ def shared_load_addresses(tile: codegen.Tile, warp: int = 0, kk: int = 0) -> dic
 def shared_wavefronts_per_k_step(tile: codegen.Tile) -> dict:
     """Shared-memory wavefronts one warp needs per k-step (its TM/4 + TN/4 16-byte loads), averaged
     over the block's warps: total, of A and of B, the ideal (one per phase) and the bank conflicts.
-    The layout is noted in MODELLED_LAYOUTS (exercise 5 takes no prediction for a layout counted here)."""
+    The layout is noted in MODELLED_LAYOUTS (a record only: exercise 5 now refuses a call of this model)."""
     MODELLED_LAYOUTS.add(warp_layout(tile))
     warps = tile.threads // 32
     totals = {"a": 0, "b": 0, "ideal": 0}
