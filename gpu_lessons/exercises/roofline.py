@@ -179,8 +179,8 @@ def check_fma4_kernel(kernel) -> object:
                               "keep the operands in that order)")
             if not np.array_equal(y.view(np.uint32), expected.view(np.uint32)):
                 return report(name, False, f"{int((y != expected).sum())} of {n} outputs are close to four "
-                              "chained FMAs but not bit for bit: store the fourth cuda.fma's result itself (a "
-                              "closed form of the chain, v * a + b, or arithmetic beside the FMAs rounds "
+                              "chained FMAs but not bit for bit: store the fourth cuda.fma's result itself "
+                              "(a closed form of the chain, v * a + b, or arithmetic beside the FMAs rounds "
                               "differently)")
             right_at.append(n)
         with fma.counted() as calls:
