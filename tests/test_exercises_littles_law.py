@@ -207,6 +207,36 @@ def _by_hand(threads, registers, shared, unit=256, reserved=1024, block_limit=32
     return blocks, next(name for name, n in by.items() if n == blocks)
 
 
+def _rounded_to(unit):  # shared memory rounded up to `unit` bytes instead of 128 (review R12b: 1 KiB passed)
+    def answer(threads, registers, shared):
+        warps = -(-threads // 32)
+        per_warp = -(-registers * 32 // 256) * 256
+        allocated = -(-(shared + 1024) // unit) * unit
+        by = {"warps": 64 // warps, "threads": 2048 // threads, "blocks": 32,
+              "registers": 4 * (16_384 // per_warp) // warps, "shared memory": 233_472 // allocated}
+        blocks = min(by.values())
+        return blocks, next(name for name, n in by.items() if n == blocks)
+    return answer
+
+
+@cuda.jit
+def _copy2_loads_twice(x, out):  # review R12b: each element loaded twice (4 loads, then 4 stores)
+    step = cuda.blockDim.x
+    i0 = cuda.blockIdx.x * 2 * step + cuda.threadIdx.x
+    i1 = i0 + step
+    if i1 < x.size:
+        a = x[i0]
+        b = x[i1]
+        c = x[i0]
+        d = x[i1]
+        out[i0] = a
+        out[i1] = b
+        out[i0] = c
+        out[i1] = d
+    elif i0 < x.size:
+        out[i0] = x[i0]
+
+
 def _calls_the_occupancy_solution(threads, registers, shared):  # review R12: the reference answer, called
     return ex.solution_occupancy_by_hand(threads, registers, shared)
 
@@ -319,12 +349,15 @@ WRONG_ANSWERS = [
     (ex.check_occupancy_by_hand, _no_block_limit),
     (ex.check_occupancy_by_hand, _by_hand),  # review R12: shared memory not rounded up to 128 bytes
     (ex.check_occupancy_by_hand, _calls_the_occupancy_solution),
+    (ex.check_occupancy_by_hand, _rounded_to(1024)),
+    (ex.check_occupancy_by_hand, _rounded_to(256)),
     (ex.check_occupancy_by_hand, lambda threads, registers, shared: (2048 // threads, "threads")),
     (ex.check_copy2_kernel, _copy2_store_between),
     (ex.check_copy2_kernel, _copy2_neighbours),
     (ex.check_copy2_kernel, _copy2_off_by_one),
     (ex.check_copy2_kernel, _copy2_dependent_address),
     (ex.check_copy2_kernel, _copy2_calls_the_solution),
+    (ex.check_copy2_kernel, _copy2_loads_twice),
     # the model: one warp per scheduler assumed; the 4 schedulers forgotten
     (ex.check_chains_for_peak, (lambda latency, warps: math.ceil(latency), ex.solution_chains_measured)),
     (ex.check_chains_for_peak, (lambda latency, warps: math.ceil(latency / warps),
@@ -524,3 +557,24 @@ def test_exercise_2_holds_the_128_byte_allocation_unit():
     assert not result.passed
     assert "22,276 bytes of shared" in result.message and "10 blocks per SM is not it" in result.message
     assert "9 blocks" not in result.message, result.message
+
+
+@pytest.mark.parametrize("unit", [256, 512, 1024])
+def test_exercise_2_holds_the_allocation_unit_on_every_run(unit):
+    """Review R12b: rounding shared memory up to 1 KiB (or 256, 512 bytes) instead of 128 passed 91% of
+    runs; the named (64, 16, 7,172) and (128, 16, 14,340), with shared memory the limit, fail it on every
+    run. The message names the shape, not the answer."""
+    assert ex.solution_occupancy_by_hand(64, 16, 7_172) == (28, "shared memory")
+    assert ex.solution_occupancy_by_hand(128, 16, 14_340) == (15, "shared memory")
+    assert _rounded_to(unit)(64, 16, 7_172)[0] < 28 and _rounded_to(unit)(128, 16, 14_340)[0] < 15
+    for _ in range(3):
+        result = ex.check_occupancy_by_hand(_rounded_to(unit))
+        assert not result.passed
+        assert "7,172 bytes of shared" in result.message and "28 blocks" not in result.message, result
+    assert ex.check_occupancy_by_hand(_rounded_to(128)).passed
+
+
+def test_exercise_3_refuses_redundant_loads():
+    """Review R12b: loading each element twice (4 loads, then 4 stores) passed as "4 loads per thread"."""
+    result = ex.check_copy2_kernel(_copy2_loads_twice)
+    assert not result.passed and "more than once" in result.message, result

@@ -16,7 +16,7 @@
 3. Two loads in flight per thread: a copy unrolled as the notes unroll ``c = a*b + c``, checked
    against NumPy (also on NaN and infinities, which an address computed from a loaded value gets wrong)
    and the simulator's traffic counter (two loads per thread, counted per execution, both before the
-   stores, each a warp's 32 consecutive floats).
+   stores, each a warp's 32 consecutive floats; each element loaded once and stored once).
 4. How many independent FMA chains reach the peak at 16 warps per SM: the model's answer from the
    recorded FMA latency, and the measured answer read from the recording (90% of the peak); the lesson
    works the same question at 8 warps per SM.
@@ -300,9 +300,13 @@ def solution_predict_bandwidth(result, warps_per_sm, loads_per_thread, bytes_per
 # ----------------------------------------------------------------------------- exercise 2
 
 # Named shapes (the lesson's prompt) and random ones; every shape fits one block. Shared memory is any
-# number of 4-byte words, asked for by a kernel that opted in past 48 KiB: (32, 16, 22,276) is 10 blocks
-# unless the allocation is rounded up to 128 bytes (9: review R12; whole KiB never showed the rounding).
-OCCUPANCY_CASES = ((128, 33, 0), (256, 32, 45 * 1024), (32, 16, 0), (96, 72, 20 * 1024), (32, 16, 22_276))
+# number of 4-byte words, asked for by a kernel that opted in past 48 KiB. (32, 16, 22,276) tests that the
+# allocation is rounded up at all (10 blocks unrounded, 9 rounded to 128 bytes, and 9 rounded to 1 KiB
+# too: it does not test the unit). (64, 16, 7,172) and (128, 16, 14,340) test the unit, with shared memory
+# the limit: 28 and 15 blocks at 128 bytes, 27 and 14 at 256, 26 and 14 at 512, 25 and 14 at 1 KiB
+# (review R12b: random shapes told 1 KiB from 128 bytes 0.235% of the time, so 1 KiB passed 91% of runs).
+OCCUPANCY_CASES = ((128, 33, 0), (256, 32, 45 * 1024), (32, 16, 0), (96, 72, 20 * 1024), (32, 16, 22_276),
+                   (64, 16, 7_172), (128, 16, 14_340))
 OCCUPANCY_RANDOM = 40
 OCCUPANCY_HINT = ("registers are allocated per warp in units of 256, and each of the SM's 4 sub-partitions "
                   "holds whole warps of its 16,384; shared memory adds a 1 KiB reservation per block; and "
@@ -447,6 +451,13 @@ def check_copy2_kernel(kernel) -> object:
                           f"than two elements of x (fewest: {int(per_thread.min())}) in a block whose "
                           f"{2 * COPY2_BLOCK} elements are all in bounds: each thread loads two (two "
                           "independent requests in flight)")
+        loaded, stored = accesses_per_element(counts, "x", "ld"), accesses_per_element(counts, "out", "st")
+        if (loaded[:2 * COPY2_BLOCK] > 1).any() or (stored[:2 * COPY2_BLOCK] > 1).any():
+            return report(name, False, f"in a block of {COPY2_BLOCK} threads, "
+                          f"{int((loaded[:2 * COPY2_BLOCK] > 1).sum())} elements of x are loaded and "
+                          f"{int((stored[:2 * COPY2_BLOCK] > 1).sum())} of out stored more than once: each "
+                          "thread loads its two elements once each and stores each once (a second load of "
+                          "the same element is traffic a copy does not need)")
         scattered = loads[loads["sectors_per_request"] > 4]
         if len(scattered):
             first = scattered.iloc[0]
@@ -498,6 +509,14 @@ def loads_per_thread(counts, array: str, threads: int):
     acc = counts.accesses[counts.accesses["site"].isin(sites)]
     thread = acc["warp"].astype(int) * 32 + acc["lane"].astype(int)
     return thread.value_counts().reindex(range(threads), fill_value=0)
+
+
+def accesses_per_element(counts, array: str, op: str):
+    """How many times each 4-byte element of ``array`` was loaded (``op`` "ld") or stored ("st") in a
+    trace, from ``trace(...).accesses`` and its sites."""
+    sites = counts.sites[(counts.sites["array"] == array) & (counts.sites["op"] == op)]["site"]
+    acc = counts.accesses[counts.accesses["site"].isin(sites)]
+    return np.bincount((acc["address"] // 4).astype(int))
 
 
 def stores_before_last_load(accesses) -> int:
