@@ -35,10 +35,49 @@ def _light(result):  # the latency the lightest copies imply (section 3)
     return lesson.sweep_points(result).attrs["light_load_latency_ns"]
 
 
-def _under_load(result, warps, loads, width):  # the latency copies at the same load see (section 4)
+def _under_load(result, warps, loads, width):  # the latency between the loads either side (section 4)
     implied = lesson.implied_latencies(result)
-    same = implied[implied["bytes_in_flight_per_sm"] == warps * 32 * loads * width]
-    return same["implied_latency_ns"].median()
+    by_load = implied.groupby("bytes_in_flight_per_sm")["implied_latency_ns"].median()
+    load = warps * 32 * loads * width
+    return float(np.interp(load, by_load.index.to_numpy(float), by_load.to_numpy(float)))
+
+
+def _at_load(result, load, column):  # the median of `column` over the copies of result at `load`
+    implied = lesson.implied_latencies(result)
+    return implied.loc[implied["bytes_in_flight_per_sm"] == load, column].median()
+
+
+def _neighbour(result, warps, loads, width, side):  # the nearest load result has, below or above
+    loads_had = lesson.implied_latencies(result)["bytes_in_flight_per_sm"].unique()
+    mine = warps * 32 * loads * width
+    return loads_had[loads_had < mine].max() if side == "below" else loads_had[loads_had > mine].min()
+
+
+def _same_load_gbps(result, warps, loads, width):  # review R12b: the median GB/s of copies at this load
+    return _at_load(result, warps * 32 * loads * width, "gbps")
+
+
+def _same_load_latency(result, warps, loads, width):  # the old reference: the latency at this very load
+    return _littles_law(result, warps, loads, width,
+                        _at_load(result, warps * 32 * loads * width, "implied_latency_ns"))
+
+
+def _nearest_gbps_below(result, warps, loads, width):  # the GB/s of the nearest lighter load, as it is
+    return _at_load(result, _neighbour(result, warps, loads, width, "below"), "gbps")
+
+
+def _nearest_gbps_above(result, warps, loads, width):  # the GB/s of the nearest heavier load, as it is
+    return _at_load(result, _neighbour(result, warps, loads, width, "above"), "gbps")
+
+
+def _nearest_latency_below(result, warps, loads, width):  # the nearest lighter load's latency, not between
+    latency = _at_load(result, _neighbour(result, warps, loads, width, "below"), "implied_latency_ns")
+    return _littles_law(result, warps, loads, width, latency)
+
+
+def _nearest_latency_above(result, warps, loads, width):  # the nearest heavier load's latency
+    latency = _at_load(result, _neighbour(result, warps, loads, width, "above"), "implied_latency_ns")
+    return _littles_law(result, warps, loads, width, latency)
 
 
 def _chase_latency(result, warps, loads, width):  # one load alone: the latency the lesson measured first
@@ -338,6 +377,12 @@ WRONG_ANSWERS = [
     (ex.check_predict_bandwidth, _global_recording),
     (ex.check_predict_bandwidth, _default_recording),
     (ex.check_predict_bandwidth, _h200_number),
+    (ex.check_predict_bandwidth, _same_load_gbps),  # review R12b: a lookup, no law
+    (ex.check_predict_bandwidth, _same_load_latency),
+    (ex.check_predict_bandwidth, _nearest_gbps_below),
+    (ex.check_predict_bandwidth, _nearest_gbps_above),
+    (ex.check_predict_bandwidth, _nearest_latency_below),
+    (ex.check_predict_bandwidth, _nearest_latency_above),
     (ex.check_predict_bandwidth, lambda result, warps, loads, width: 923.0),  # one number for every shape
     # the ceiling for every shape
     (ex.check_predict_bandwidth, lambda result, warps, loads, width: lesson.copy_ceiling(result)),
@@ -464,9 +509,9 @@ def test_exercise_1_does_not_refuse_the_lessons_readers_of_result():
     def answer(result, warps, loads, width):
         ll = lessons.littles_law
         implied = ll.implied_latencies(result)
-        same = implied[implied["bytes_in_flight_per_sm"] == warps * 32 * loads * width]
-        latency = same["implied_latency_ns"].median() + 0 * ll.latency(result, "DRAM")
+        by_load = implied.groupby("bytes_in_flight_per_sm")["implied_latency_ns"].median()
         in_flight = warps * 32 * loads * width
+        latency = np.interp(in_flight, by_load.index, by_load) + 0 * ll.latency(result, "DRAM")
         return min(ll.copy_ceiling(result), 2 * in_flight * int(result.meta["sms"]) / latency)
 
     assert ex.refusal(answer) is None
@@ -578,3 +623,17 @@ def test_exercise_3_refuses_redundant_loads():
     """Review R12b: loading each element twice (4 loads, then 4 stores) passed as "4 loads per thread"."""
     result = ex.check_copy2_kernel(_copy2_loads_twice)
     assert not result.passed and "more than once" in result.message, result
+
+
+def test_exercise_1_no_copy_at_the_asked_loads_is_given():
+    """Review R12b: the learner's `result` has no one-shot copy at 4 KiB or 32 KiB per SM (the two loads
+    asked about), so neither a GB/s nor a latency at the asked load can be looked up; the lesson's other
+    loads are all there."""
+    given = ex.without_shapes(H200)
+    loads = set(lesson.implied_latencies(given)["bytes_in_flight_per_sm"])
+    assert not loads & {4096.0, 32768.0}
+    assert {2048.0, 8192.0, 16384.0, 65536.0} <= loads
+    assert lesson.copy_ceiling(ex.without_shapes(ex.made_up_gpu(H200, CORNERS[0]))) == pytest.approx(
+        lesson.copy_ceiling(ex.made_up_gpu(H200, CORNERS[0])))
+    for answer in (_same_load_gbps, _same_load_latency):
+        assert not ex.check_predict_bandwidth(answer).passed
