@@ -636,4 +636,5 @@ def test_exercise_1_no_copy_at_the_asked_loads_is_given():
     assert lesson.copy_ceiling(ex.without_shapes(ex.made_up_gpu(H200, CORNERS[0]))) == pytest.approx(
         lesson.copy_ceiling(ex.made_up_gpu(H200, CORNERS[0])))
     for answer in (_same_load_gbps, _same_load_latency):
-        assert not ex.check_predict_bandwidth(answer).passed
+        result = ex.check_predict_bandwidth(answer)
+        assert not result.passed and "no copy" in result.message and "this load" in result.message, result

@@ -236,6 +236,11 @@ def judged(predict, data: LessonResult, gpu: MadeUpGPU | str):
     for variant, warps in PREDICT_SHAPES:
         shape = recorded_shape(data, variant, warps)
         got = predict(given, warps, shape["loads_per_thread"], shape["bytes_per_load"])
+        if got is not None and np.isnan(float(got)):
+            return report(name, False, f"predict(result, {warps}, {shape['loads_per_thread']}, "
+                          f"{shape['bytes_per_load']}) gave nan: `result` has no copy at this load (read "
+                          "bytes in flight per SM), so a lookup there finds nothing; take the latency from "
+                          "the copies at the loads either side of it")
         if got is None or not np.isfinite(float(got)) or float(got) <= 0:
             return report(name, False, f"predict(result, {warps}, {shape['loads_per_thread']}, "
                           f"{shape['bytes_per_load']}) gave {got}: return GB/s, a positive number")
