@@ -35,10 +35,49 @@ def _light(result):  # the latency the lightest copies imply (section 3)
     return lesson.sweep_points(result).attrs["light_load_latency_ns"]
 
 
-def _under_load(result, warps, loads, width):  # the latency copies at the same load see (section 4)
+def _under_load(result, warps, loads, width):  # the latency between the loads either side (section 4)
     implied = lesson.implied_latencies(result)
-    same = implied[implied["bytes_in_flight_per_sm"] == warps * 32 * loads * width]
-    return same["implied_latency_ns"].median()
+    by_load = implied.groupby("bytes_in_flight_per_sm")["implied_latency_ns"].median()
+    load = warps * 32 * loads * width
+    return float(np.interp(load, by_load.index.to_numpy(float), by_load.to_numpy(float)))
+
+
+def _at_load(result, load, column):  # the median of `column` over the copies of result at `load`
+    implied = lesson.implied_latencies(result)
+    return implied.loc[implied["bytes_in_flight_per_sm"] == load, column].median()
+
+
+def _neighbour(result, warps, loads, width, side):  # the nearest load result has, below or above
+    loads_had = lesson.implied_latencies(result)["bytes_in_flight_per_sm"].unique()
+    mine = warps * 32 * loads * width
+    return loads_had[loads_had < mine].max() if side == "below" else loads_had[loads_had > mine].min()
+
+
+def _same_load_gbps(result, warps, loads, width):  # review R12b: the median GB/s of copies at this load
+    return _at_load(result, warps * 32 * loads * width, "gbps")
+
+
+def _same_load_latency(result, warps, loads, width):  # the old reference: the latency at this very load
+    return _littles_law(result, warps, loads, width,
+                        _at_load(result, warps * 32 * loads * width, "implied_latency_ns"))
+
+
+def _nearest_gbps_below(result, warps, loads, width):  # the GB/s of the nearest lighter load, as it is
+    return _at_load(result, _neighbour(result, warps, loads, width, "below"), "gbps")
+
+
+def _nearest_gbps_above(result, warps, loads, width):  # the GB/s of the nearest heavier load, as it is
+    return _at_load(result, _neighbour(result, warps, loads, width, "above"), "gbps")
+
+
+def _nearest_latency_below(result, warps, loads, width):  # the nearest lighter load's latency, not between
+    latency = _at_load(result, _neighbour(result, warps, loads, width, "below"), "implied_latency_ns")
+    return _littles_law(result, warps, loads, width, latency)
+
+
+def _nearest_latency_above(result, warps, loads, width):  # the nearest heavier load's latency
+    latency = _at_load(result, _neighbour(result, warps, loads, width, "above"), "implied_latency_ns")
+    return _littles_law(result, warps, loads, width, latency)
 
 
 def _chase_latency(result, warps, loads, width):  # one load alone: the latency the lesson measured first
@@ -207,6 +246,36 @@ def _by_hand(threads, registers, shared, unit=256, reserved=1024, block_limit=32
     return blocks, next(name for name, n in by.items() if n == blocks)
 
 
+def _rounded_to(unit):  # shared memory rounded up to `unit` bytes instead of 128 (review R12b: 1 KiB passed)
+    def answer(threads, registers, shared):
+        warps = -(-threads // 32)
+        per_warp = -(-registers * 32 // 256) * 256
+        allocated = -(-(shared + 1024) // unit) * unit
+        by = {"warps": 64 // warps, "threads": 2048 // threads, "blocks": 32,
+              "registers": 4 * (16_384 // per_warp) // warps, "shared memory": 233_472 // allocated}
+        blocks = min(by.values())
+        return blocks, next(name for name, n in by.items() if n == blocks)
+    return answer
+
+
+@cuda.jit
+def _copy2_loads_twice(x, out):  # review R12b: each element loaded twice (4 loads, then 4 stores)
+    step = cuda.blockDim.x
+    i0 = cuda.blockIdx.x * 2 * step + cuda.threadIdx.x
+    i1 = i0 + step
+    if i1 < x.size:
+        a = x[i0]
+        b = x[i1]
+        c = x[i0]
+        d = x[i1]
+        out[i0] = a
+        out[i1] = b
+        out[i0] = c
+        out[i1] = d
+    elif i0 < x.size:
+        out[i0] = x[i0]
+
+
 def _calls_the_occupancy_solution(threads, registers, shared):  # review R12: the reference answer, called
     return ex.solution_occupancy_by_hand(threads, registers, shared)
 
@@ -308,6 +377,12 @@ WRONG_ANSWERS = [
     (ex.check_predict_bandwidth, _global_recording),
     (ex.check_predict_bandwidth, _default_recording),
     (ex.check_predict_bandwidth, _h200_number),
+    (ex.check_predict_bandwidth, _same_load_gbps),  # review R12b: a lookup, no law
+    (ex.check_predict_bandwidth, _same_load_latency),
+    (ex.check_predict_bandwidth, _nearest_gbps_below),
+    (ex.check_predict_bandwidth, _nearest_gbps_above),
+    (ex.check_predict_bandwidth, _nearest_latency_below),
+    (ex.check_predict_bandwidth, _nearest_latency_above),
     (ex.check_predict_bandwidth, lambda result, warps, loads, width: 923.0),  # one number for every shape
     # the ceiling for every shape
     (ex.check_predict_bandwidth, lambda result, warps, loads, width: lesson.copy_ceiling(result)),
@@ -319,12 +394,15 @@ WRONG_ANSWERS = [
     (ex.check_occupancy_by_hand, _no_block_limit),
     (ex.check_occupancy_by_hand, _by_hand),  # review R12: shared memory not rounded up to 128 bytes
     (ex.check_occupancy_by_hand, _calls_the_occupancy_solution),
+    (ex.check_occupancy_by_hand, _rounded_to(1024)),
+    (ex.check_occupancy_by_hand, _rounded_to(256)),
     (ex.check_occupancy_by_hand, lambda threads, registers, shared: (2048 // threads, "threads")),
     (ex.check_copy2_kernel, _copy2_store_between),
     (ex.check_copy2_kernel, _copy2_neighbours),
     (ex.check_copy2_kernel, _copy2_off_by_one),
     (ex.check_copy2_kernel, _copy2_dependent_address),
     (ex.check_copy2_kernel, _copy2_calls_the_solution),
+    (ex.check_copy2_kernel, _copy2_loads_twice),
     # the model: one warp per scheduler assumed; the 4 schedulers forgotten
     (ex.check_chains_for_peak, (lambda latency, warps: math.ceil(latency), ex.solution_chains_measured)),
     (ex.check_chains_for_peak, (lambda latency, warps: math.ceil(latency / warps),
@@ -431,9 +509,9 @@ def test_exercise_1_does_not_refuse_the_lessons_readers_of_result():
     def answer(result, warps, loads, width):
         ll = lessons.littles_law
         implied = ll.implied_latencies(result)
-        same = implied[implied["bytes_in_flight_per_sm"] == warps * 32 * loads * width]
-        latency = same["implied_latency_ns"].median() + 0 * ll.latency(result, "DRAM")
+        by_load = implied.groupby("bytes_in_flight_per_sm")["implied_latency_ns"].median()
         in_flight = warps * 32 * loads * width
+        latency = np.interp(in_flight, by_load.index, by_load) + 0 * ll.latency(result, "DRAM")
         return min(ll.copy_ceiling(result), 2 * in_flight * int(result.meta["sms"]) / latency)
 
     assert ex.refusal(answer) is None
@@ -524,3 +602,39 @@ def test_exercise_2_holds_the_128_byte_allocation_unit():
     assert not result.passed
     assert "22,276 bytes of shared" in result.message and "10 blocks per SM is not it" in result.message
     assert "9 blocks" not in result.message, result.message
+
+
+@pytest.mark.parametrize("unit", [256, 512, 1024])
+def test_exercise_2_holds_the_allocation_unit_on_every_run(unit):
+    """Review R12b: rounding shared memory up to 1 KiB (or 256, 512 bytes) instead of 128 passed 91% of
+    runs; the named (64, 16, 7,172) and (128, 16, 14,340), with shared memory the limit, fail it on every
+    run. The message names the shape, not the answer."""
+    assert ex.solution_occupancy_by_hand(64, 16, 7_172) == (28, "shared memory")
+    assert ex.solution_occupancy_by_hand(128, 16, 14_340) == (15, "shared memory")
+    assert _rounded_to(unit)(64, 16, 7_172)[0] < 28 and _rounded_to(unit)(128, 16, 14_340)[0] < 15
+    for _ in range(3):
+        result = ex.check_occupancy_by_hand(_rounded_to(unit))
+        assert not result.passed
+        assert "7,172 bytes of shared" in result.message and "28 blocks" not in result.message, result
+    assert ex.check_occupancy_by_hand(_rounded_to(128)).passed
+
+
+def test_exercise_3_refuses_redundant_loads():
+    """Review R12b: loading each element twice (4 loads, then 4 stores) passed as "4 loads per thread"."""
+    result = ex.check_copy2_kernel(_copy2_loads_twice)
+    assert not result.passed and "more than once" in result.message, result
+
+
+def test_exercise_1_no_copy_at_the_asked_loads_is_given():
+    """Review R12b: the learner's `result` has no one-shot copy at 4 KiB or 32 KiB per SM (the two loads
+    asked about), so neither a GB/s nor a latency at the asked load can be looked up; the lesson's other
+    loads are all there."""
+    given = ex.without_shapes(H200)
+    loads = set(lesson.implied_latencies(given)["bytes_in_flight_per_sm"])
+    assert not loads & {4096.0, 32768.0}
+    assert {2048.0, 8192.0, 16384.0, 65536.0} <= loads
+    assert lesson.copy_ceiling(ex.without_shapes(ex.made_up_gpu(H200, CORNERS[0]))) == pytest.approx(
+        lesson.copy_ceiling(ex.made_up_gpu(H200, CORNERS[0])))
+    for answer in (_same_load_gbps, _same_load_latency):
+        result = ex.check_predict_bandwidth(answer)
+        assert not result.passed and "no copy" in result.message and "this load" in result.message, result

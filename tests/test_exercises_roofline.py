@@ -3,6 +3,7 @@
 import math
 import re
 
+import numpy as np
 from numba import float32
 from test_exercises import exercise_tests
 
@@ -83,6 +84,43 @@ def closed_form(x, y, a, b):  # the right values from one FMA: the chain folded 
         y[i] = cuda.fma(x[i], a2 * a2, b * (a2 * a + a2 + a + float32(1)))
 
 
+@cuda.jit
+def size_written_in(x, y, a, b):  # right at the 1,027 elements the lesson names only (review R12b)
+    i = cuda.grid(1)
+    if i < 1027:
+        v = x[i]
+        for _ in range(4):
+            v = cuda.fma(v, a, b)
+        y[i] = v
+
+
+@cuda.jit
+def closed_form_beside_fmas(x, y, a, b):  # four FMAs done and dropped; y from the closed form (R12b)
+    i = cuda.grid(1)
+    if i < x.size:
+        v = x[i]
+        a2 = a * a
+        w = v * (a2 * a2) + b * (a2 * a + a2 + a + float32(1))
+        d = cuda.fma(v, a, b)
+        d = cuda.fma(d, a, b)
+        d = cuda.fma(d, a, b)
+        d = cuda.fma(d, a, b)
+        y[i] = w
+
+
+@cuda.jit
+def wrapped_index(x, y, a, b):  # no bounds check: threads past the end load and store elements again
+    i = cuda.grid(1)
+    v = x[i % x.size]
+    for _ in range(4):
+        v = cuda.fma(v, a, b)
+    y[i % x.size] = v
+
+
+def counter_intensity():  # the check's own traffic counter, not a count (review R12b)
+    return 2 * ex.SAXPY_N / ex.saxpy_counted_bytes()
+
+
 def floor_plus_one(share, bw, peak):  # one too many where the ratio is a whole number
     return math.floor(4 * share * peak / bw) + 1
 
@@ -90,6 +128,13 @@ def floor_plus_one(share, bw, peak):  # one too many where the ratio is a whole 
 WRONG_ANSWERS = [
     (ex.check_saxpy_intensity, lambda: 2 / 16),  # the triad's intensity, not SAXPY's
     (ex.check_saxpy_intensity, lambda: 2 / 8),  # counts only the reads
+    (ex.check_saxpy_intensity, counter_intensity),
+    (ex.check_saxpy_intensity, lambda: ex.solution_saxpy_intensity()),
+    (ex.check_fmas_for_share, lambda share, bw, peak: ex.solution_fmas_for_share(share, bw, peak)),
+    (ex.check_fma4_kernel, size_written_in),
+    (ex.check_fma4_kernel, closed_form_beside_fmas),
+    (ex.check_fma4_kernel, wrapped_index),
+    (ex.check_predicted_time, lambda n, k, bw, peak: ex.solution_predicted_time(n, k, bw, peak)),
     (ex.check_fmas_for_share, lambda share, bw, peak: round(4 * share * peak / bw)),  # rounded, not up
     (ex.check_fmas_for_share, lambda share, bw, peak: math.ceil(share * peak / bw)),  # k taken for I
     (ex.check_fmas_for_share, lambda share, bw, peak: math.ceil(4 * peak / bw)),  # the ridge, any share
@@ -119,3 +164,34 @@ def test_failure_messages_print_no_expected_value():
         assert not re.search(r"[+-]\d+%", message), message
         for k in (4, 512):
             assert f"{ex.solution_predicted_time(2**27, k, 4270.37, 64303.5):.3g}" not in message
+
+
+def test_exercise3_names_each_slip():
+    """Review R12b: a size written in, a closed form beside discarded FMAs and a wrapped index each fail
+    with a message naming the slip, and none prints an expected output."""
+    cases = {size_written_in: "are sizes written in", closed_form_beside_fmas: "not bit for bit",
+             wrapped_index: "other than once"}
+    for kernel, words in cases.items():
+        result = ex.check_fma4_kernel(kernel)
+        assert not result.passed and words in result.message, result
+
+
+def test_closed_form_differs_in_the_last_bits():
+    """The closed form is within rtol 1e-6 of the chain but not bit-equal on the check's sizes: the
+    bit-for-bit test is what tells it apart (a random draw, many elements: never all equal)."""
+    x = np.random.default_rng(0).standard_normal(1027, dtype=np.float32)
+    chain = ex.k.fma_chain_reference(x, 4)
+    a, b = np.float32(ex.k.FMA_A), np.float32(ex.k.FMA_B)
+    a2 = a * a
+    closed = (x * (a2 * a2) + b * (a2 * a + a2 + a + np.float32(1))).astype(np.float32)
+    assert np.allclose(closed, chain, rtol=1e-6, atol=1e-6)
+    assert (closed != chain).sum() > 100
+
+
+def test_course_code_is_refused():
+    """Exercises 1, 2 and 4 refuse a function that calls the check's counter or a reference solution."""
+    assert "saxpy_counted_bytes" in ex.check_saxpy_intensity(counter_intensity).message
+    assert "solution_fmas_for_share" in ex.check_fmas_for_share(
+        lambda share, bw, peak: ex.solution_fmas_for_share(share, bw, peak)).message
+    assert "solution_predicted_time" in ex.check_predicted_time(
+        lambda n, k, bw, peak: ex.solution_predicted_time(n, k, bw, peak)).message

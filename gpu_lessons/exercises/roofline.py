@@ -3,8 +3,9 @@
 1. Arithmetic intensity of SAXPY, ``y[i] = a * x[i] + y[i]``, checked against the bytes the
    simulator's traffic counter sees the kernel move and the FLOPs it does.
 2. Using the roof: the fewest FMAs per element that reach a share of the FP32 ceiling.
-3. A kernel of given intensity: finish a kernel doing 4 FMAs per element, checked against NumPy
-   on a size that is not a multiple of the block.
+3. A kernel of given intensity: finish a kernel doing 4 FMAs per element, checked bit for bit against NumPy
+   on sizes that are not a multiple of the block (one the lesson does not name), one load and one store
+   per element. Exercises 1, 2 and 4 refuse a function that calls the check's counter or a reference solution.
 4. Predict a time from the model: fma_intensity's time from the ceilings, checked against the H200's
    recorded times at two k whose times the lesson does not print, and against the model on made-up GPUs.
 """
@@ -12,6 +13,7 @@
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 from numba import cuda
@@ -21,6 +23,7 @@ from ..kernels import roofline as k
 from ..lessons import roofline as lesson
 from ..sim import fma, trace
 from . import guarded, report
+from .refuse import refused
 
 # ----------------------------------------------------------------------------- exercise 1
 
@@ -52,6 +55,12 @@ def check_saxpy_intensity(answer) -> object:
     name = "exercise 1 (SAXPY intensity)"
 
     def attempt():
+        no = refused(name, [answer], sys.modules[__name__], helpers=[
+            (saxpy_counted_bytes, "exercises.saxpy_counted_bytes, the check's own traffic counter"),
+            (trace.trace, "the traffic counter (trace)")],
+            why="the exercise is to count the FLOPs and the bytes yourself")
+        if no:
+            return no
         value = answer()
         if value is None:
             return report(name, False, "return a number: FLOPs divided by bytes moved")
@@ -80,6 +89,10 @@ def check_fmas_for_share(fmas_for_share) -> object:
     name = "exercise 2 (FMAs for a share of the peak)"
 
     def attempt():
+        no = refused(name, [fmas_for_share], sys.modules[__name__],
+                     helpers=[(_fewest_fmas, "exercises._fewest_fmas, the check's own answer")])
+        if no:
+            return no
         rng = np.random.default_rng()
         cases = [(share, 4270.0, 64304.0) for share in SHARES]  # the H200's measured roof
         cases.append((0.5, 4000.0, 64000.0))  # a whole-number ratio: the roof meets the share exactly
@@ -125,28 +138,51 @@ EXERCISE_FMAS = 4
 
 
 TRAFFIC_N = 512  # a whole number of sectors: bytes per element come out exact
+FMA4_SIZES = (1027, 1300)  # the size the lesson names, one it does not; a third is drawn on each run
+STORES_N = 300  # fewer elements than the 512 threads launched: each element stored once, not twice
 
 
 def check_fma4_kernel(kernel) -> object:
-    """``kernel(x, y, a, b)``: y[i] = 4 chained FMAs v = v*a + b starting from x[i], any length; and
-    it moves 8 bytes per element (x read once, y written once), counted by the traffic counter."""
+    """``kernel(x, y, a, b)``: y[i] = 4 chained FMAs v = v*a + b starting from x[i], any length (1,027
+    elements, 1,300 and a size drawn on each run, which the lesson does not name); y bit for bit the fourth
+    FMA's result (a closed form of the chain rounds differently); and it moves 8 bytes per element (x
+    read once, y written once: counted by the traffic counter, and per element on a launch of more
+    threads than elements)."""
     name = "exercise 3 (a kernel of intensity 1 FLOP/byte)"
 
     def attempt():
-        n = 1027  # not a multiple of the block
-        x = np.random.default_rng().standard_normal(n, dtype=np.float32)
-        y = np.full(n, np.nan, np.float32)
-        blocks = -(-n // k.THREADS_PER_BLOCK)
-        kernel[blocks, k.THREADS_PER_BLOCK](x, y, k.FMA_A, k.FMA_B)
-        expected = k.fma_chain_reference(x, EXERCISE_FMAS)
-        if np.isnan(y).any():
-            return report(name, False, f"{int(np.isnan(y).sum())} of {n} outputs never written: does every "
-                          "thread with i < x.size write y[i]?")
-        if not np.allclose(y, expected, rtol=1e-6, atol=1e-6):
-            worst = int(np.argmax(np.abs(y - expected)))
-            return report(name, False, f"y[{worst}] = {y[worst]:.6f} is not what four chained FMAs give: "
-                          "y must be four chained v = cuda.fma(v, a, b) starting from x[i] (count them, keep "
-                          "the operands in that order)")
+        no = refused(name, [kernel], sys.modules[__name__])
+        if no:
+            return no
+        rng = np.random.default_rng()
+        second = int(rng.integers(1100, 2000))
+        while second % k.THREADS_PER_BLOCK == 0:
+            second += 1
+        right_at = []
+        for n in (*FMA4_SIZES, second):  # right at the first, wrong at another: a size written in
+            x = rng.standard_normal(n, dtype=np.float32)
+            y = np.full(n, np.nan, np.float32)
+            blocks = -(-n // k.THREADS_PER_BLOCK)
+            kernel[blocks, k.THREADS_PER_BLOCK](x, y, k.FMA_A, k.FMA_B)
+            expected = k.fma_chain_reference(x, EXERCISE_FMAS)
+            wrong = np.isnan(y) | ~np.isclose(y, expected, rtol=1e-6, atol=1e-6)
+            if right_at and wrong.any():
+                return report(name, False, f"right at {right_at[0]:,} elements, wrong at {n:,} (the lesson "
+                              "names only the first): are sizes written in? Use x.size")
+            if np.isnan(y).any():
+                return report(name, False, f"{int(np.isnan(y).sum())} of {n} outputs never written: does "
+                              "every thread with i < x.size write y[i]?")
+            if wrong.any():
+                worst = int(np.argmax(np.abs(y - expected)))
+                return report(name, False, f"y[{worst}] = {y[worst]:.6f} is not what four chained FMAs give: "
+                              "y must be four chained v = cuda.fma(v, a, b) starting from x[i] (count them, "
+                              "keep the operands in that order)")
+            if not np.array_equal(y.view(np.uint32), expected.view(np.uint32)):
+                return report(name, False, f"{int((y != expected).sum())} of {n} outputs are close to four "
+                              "chained FMAs but not bit for bit: store the fourth cuda.fma's result itself "
+                              "(a closed form of the chain, v * a + b, or arithmetic beside the FMAs rounds "
+                              "differently)")
+            right_at.append(n)
         with fma.counted() as calls:
             moved = _traced_bytes(kernel) / TRAFFIC_N
         if calls[0] != EXERCISE_FMAS * TRAFFIC_N:
@@ -156,8 +192,15 @@ def check_fma4_kernel(kernel) -> object:
         if moved != 8:
             return report(name, False, f"the values are right, but the traffic counter sees {moved:g} bytes "
                           "per element, not 8: keep v in a register (read x[i] once, write y[i] once)")
-        return report(name, True, f"{n} elements match NumPy, and the traffic counter sees 8 bytes per "
-                      "element for 8 FLOPs: I = 1 FLOP/byte")
+        loads, stores = _accesses_per_element(kernel)
+        if (loads != 1).any() or (stores != 1).any():
+            return report(name, False, f"on {STORES_N} elements launched as {2 * k.THREADS_PER_BLOCK} "
+                          f"threads, {int((stores != 1).sum())} elements were stored and "
+                          f"{int((loads != 1).sum())} loaded other than once: only threads with i < x.size "
+                          "may touch x and y, each its own element once")
+        sizes = " and ".join(f"{n:,}" for n in right_at)
+        return report(name, True, f"{sizes} elements match NumPy bit for bit, and the traffic counter sees "
+                      "8 bytes per element (one load, one store) for 8 FLOPs: I = 1 FLOP/byte")
 
     return guarded(name, attempt)
 
@@ -169,6 +212,21 @@ def _traced_bytes(kernel) -> int:
     sectors = (counts.totals["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"]
                + counts.totals["l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"])
     return 32 * sectors
+
+
+def _accesses_per_element(kernel) -> tuple[np.ndarray, np.ndarray]:
+    """Loads of x and stores of y per element, on STORES_N elements launched as two blocks (more threads
+    than elements: a kernel that wraps its index or skips the bounds check touches some twice)."""
+    x = np.random.default_rng(2).standard_normal(STORES_N, dtype=np.float32)
+    counts = trace.trace(kernel, 2, k.THREADS_PER_BLOCK, x, np.zeros(STORES_N, np.float32), k.FMA_A, k.FMA_B)
+    acc, sites = counts.accesses, counts.sites
+
+    def per_element(array, op):
+        chosen = sites[(sites["array"] == array) & (sites["op"] == op)]["site"]
+        hits = acc[acc["site"].isin(chosen)]
+        return np.bincount((hits["address"] // 4).astype(int), minlength=STORES_N)[:STORES_N]
+
+    return per_element("x", "ld"), per_element("y", "st")
 
 
 @cuda.jit
@@ -198,6 +256,10 @@ def check_predicted_time(predicted_ms) -> object:
     name = "exercise 4 (predict a time)"
 
     def attempt():
+        no = refused(name, [predicted_ms], sys.modules[__name__], helpers=[
+            (lesson.time_budget, "roofline.time_budget, the lesson's own time model")])
+        if no:
+            return no
         result = lessons.load("roofline", live=False)
         roof = lessons.roof(gpu=result.gpu)  # the recording's own GPU's roof, on any device
         rows = result.table[result.table["variant"] == "fma_intensity"].set_index("param")

@@ -64,8 +64,9 @@ def copy_vec4_grid_stride(x, out):
 def copy_vec4(x, out):
     """One float4 per thread; the n % 4 threads past the last group copy the tail one by one.
 
-    On the H200 this one-shot grid reaches CuPy's copy and the grid-stride float4 copy does not
-    (lesson 3 shows why: with one wave of blocks, SMs finish at different times).
+    On the H200 this one-shot grid reaches CuPy's copy and the grid-stride float4 copy does not. Why
+    is not settled: lesson 3's deep dive measures one difference (with one wave of blocks, SMs finish
+    at different times), not tested as the cause.
     """
     i = cuda.grid(1)
     groups = x.size // 4

@@ -472,12 +472,13 @@ def ilp_timeline(timelines: list[pd.DataFrame], provenance: str | None = None,
 
 
 def implied_latency(points: pd.DataFrame, provenance: str | None = None, ax: Axes | None = None,
-                    title: str = "The latency a copy sees grows with its load",
+                    title: str = "Implied latency (latency plus idle slots) grows with the load",
                     highlight: tuple[str, float] | None = None) -> Figure:
     """Each copy of the sweep (points: lessons.littles_law.implied_latencies): the latency at which
     Little's Law gives its measured bandwidth, against that bandwidth; copies past the knee hollow and
     grey (their 'latency' counts waiting in the SM); lines at the pointer chase's and the light-load
-    latency."""
+    latency. The implied latency assumes every slot is filled: it is latency plus idle slots, not a
+    latency measured under load."""
     fig, ax = new_axes(ax)
     attrs = points.attrs
     before, past = points[~points["past_knee"]], points[points["past_knee"]]
@@ -542,9 +543,10 @@ def implied_latency(points: pd.DataFrame, provenance: str | None = None, ax: Axe
 def occupancy_rule(frame: pd.DataFrame, rule: float = 0.5, describe=None, provenance: str | None = None,
                    ax: Axes | None = None,
                    title: str = "Does a memory-bound kernel need 50% occupancy?") -> Figure:
-    """Copies against resident warps per SM (frame: lessons.littles_law.occupancy_rule): the best copy
-    at each residency and the simplest one, as shares of cupy.copyto; the region below ``rule``
-    occupancy shaded. ``describe(variant)`` names the best copies (default: the variant)."""
+    """Copies against the warps per SM their launch allows (theoretical; achieved can be lower) (frame:
+    lessons.littles_law.occupancy_rule): the best copy at each residency and the simplest one, as shares
+    of cupy.copyto; the region below ``rule`` occupancy shaded. ``describe(variant)`` names the best
+    copies (default: the variant)."""
     fig, ax = new_axes(ax)
     most = frame.attrs.get("max_warps_per_sm", 64)
     describe = describe or (lambda v: v)
@@ -587,12 +589,14 @@ def occupancy_rule(frame: pd.DataFrame, rule: float = 0.5, describe=None, proven
     ax.set_ylim(0, 1.12)
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.0%}"))
     ax.legend(fontsize=STYLE["legend_size"], frameon=False, loc="lower left", bbox_to_anchor=(0.0, 0.11))
-    finish(fig, ax, title, "Resident warps per SM (occupancy)", "Bandwidth / cupy.copyto, same run",
+    finish(fig, ax, title, "Warps per SM the launch allows (theoretical occupancy)",
+           "Bandwidth / cupy.copyto, same run",
            provenance)
     at_rule = frame.loc[frame["warps_per_sm"] == rule * most]
     rule_text = "" if at_rule.empty else f", {at_rule['best_of_copyto'].iloc[0]:.3f} at {rule:.0%}"
     steps = "".join(f", {r.best_of_copyto:.3f} at {r.warps_per_sm}" for r in frame.iloc[1:].itertuples())
-    return with_alt(fig, "Best copy and simplest copy as shares of cupy.copyto against resident warps per SM "
+    return with_alt(fig, "Best copy and simplest copy as shares of cupy.copyto against the warps per SM the "
+                    "launch allows (theoretical) "
                     f"({min(ticks)} to {max(ticks)}), the region below {rule:.0%} occupancy shaded: the best "
                     f"copy reaches {frame['best_of_copyto'].iloc[0]:.3f} at {min(ticks)} warps{steps}"
                     f"{rule_text}; one 4-byte load per thread reaches {simple['simple_of_copyto'].max():.3f} "
