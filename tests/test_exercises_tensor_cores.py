@@ -656,3 +656,149 @@ def test_syncwarp_orders_a_one_warp_tile():
     assert result.passed, result
     result = ex.check_cp_async_tile(syncwarp_before_the_wait)
     assert not result.passed and "no barrier between the read and the copy" in result.message, result
+
+
+# ----------------------------------------------------------------------------- review R7b
+
+
+def _issue_time_ratio_of_the_lesson(base_us, n0, p0, n1, p1):
+    """The lesson's issue_time, called twice and divided: the right ratio, computed by the course."""
+    return base_us * lesson.issue_time(n1, p1, 128, 1980.0) / lesson.issue_time(n0, p0, 128, 1980.0)
+
+
+@pytest.mark.parametrize("answer, what", [
+    (lambda *a: ex.solution_issue_time(*a), "the reference solution solution_issue_time"),
+    (_issue_time_ratio_of_the_lesson, "lesson.issue_time"),
+])
+def test_issue_time_lookup_is_refused_and_named(answer, what):
+    """Exercise 4: a call of the reference solution or of the lesson's issue_time gives the right numbers
+    but is refused, named, before any case is compared."""
+    assert abs(answer(100.0, 2e8, 60.0, 2.2e8, 50.0) / ex.solution_issue_time(100.0, 2e8, 60.0, 2.2e8, 50.0)
+               - 1) < 1e-9
+    result = ex.check_issue_time(answer)
+    assert not result.passed
+    assert what in result.message and "work it out yourself" in result.message, result.message
+    assert "you compute" not in result.message
+
+
+@cuda.jit
+def poison_after_issue(x, y):  # a lane's own store into the 16 bytes its cp.async is still copying
+    tile = cuda.shared.array(128, float32)
+    t = cuda.threadIdx.x
+    ptx.cp_async16(tile, 4 * t, x, 4 * t, 16)
+    ptx.cp_async_commit_group()
+    for q in range(4):
+        tile[4 * t + q] = math.nan
+    ptx.cp_async_wait_group(0)
+    cuda.syncthreads()
+    for q in range(4):
+        y[4 * t + q] = tile[127 - 4 * t - q]
+
+
+@cuda.jit
+def poison_into_a_neighbours_copy(x, y):  # a store into another lane's copy in flight, no barrier between
+    tile = cuda.shared.array(128, float32)
+    t = cuda.threadIdx.x
+    ptx.cp_async16(tile, 4 * t, x, 4 * t, 16)
+    ptx.cp_async_commit_group()
+    tile[4 * ((t + 1) % 32)] = math.nan
+    ptx.cp_async_wait_group(0)
+    cuda.syncthreads()
+    for q in range(4):
+        y[4 * t + q] = tile[127 - 4 * t - q]
+
+
+def test_store_into_a_copy_in_flight_is_a_race():
+    """Exercise 2: the outputs come out right on the simulator (the copy lands at the wait, over the
+    poison), but a store into bytes a cp.async has in flight is a race on a GPU: the check names it."""
+    result = ex.check_cp_async_tile(poison_after_issue)
+    assert not result.passed
+    assert "stores into bytes its own copy is still writing" in result.message, result.message
+    result = ex.check_cp_async_tile(poison_into_a_neighbours_copy)
+    assert not result.passed
+    assert "stores to bytes that lane" in result.message, result.message
+    assert "no barrier between the write and the copy" in result.message, result.message
+
+
+def test_poison_before_the_copy_is_not_a_race():
+    """The skeleton's poison, stored before the barrier that precedes the copies, is ordered with them."""
+    assert ex.check_cp_async_tile(ex.solution_cp_async_tile).passed
+    assert ex.check_pipeline(ex.solution_pipeline).passed
+
+
+_SLAB_TABLE = {tile: ex.solution_per_slab(*tile) for tile in ex.SLAB_TILES}
+
+
+def _per_slab_from_a_table(wm, wn):
+    """The five listed tiles' answers written in."""
+    rows = [_SLAB_TABLE[(int(a), int(b))] for a, b in zip(np.ravel(wm), np.ravel(wn), strict=True)]
+    return tuple(np.array(v) for v in zip(*rows, strict=True))
+
+
+def _per_slab_right_on_the_five(wm, wn):
+    """Right on the five listed tiles, wrong on others (B counted per 16 columns past wn = 56)."""
+    b = np.where(np.isin(wn, [8, 16, 24, 40, 56]), 4 * (wn // 8), 2 * (wn // 8))
+    return 2 * (wm // 16) * (wn // 8), 2 * (wm // 16), b
+
+
+def test_per_slab_table_of_the_listed_tiles_fails_on_a_hidden_tile(monkeypatch):
+    """Exercise 3: a table of the five listed tiles, or a count right only on them, fails on the tile drawn
+    at random, in the same words every run (no tile named)."""
+    messages = {ex.check_per_slab(_per_slab_from_a_table).message for _ in range(3)}
+    assert len(messages) == 1, messages
+    message = messages.pop()
+    assert "not listed in the text" in message and "KeyError" in message, message
+    monkeypatch.setattr(ex, "SLAB_FAMILY", ((32, 32),))
+    result = ex.check_per_slab(_per_slab_right_on_the_five)
+    assert not result.passed
+    assert "not listed in the text" in result.message, result.message
+    assert "4-byte loads of B" in result.message, result.message
+    assert "32x32" not in result.message
+    assert ex.check_per_slab(ex.solution_per_slab).passed
+
+
+def test_slab_family_is_counted_by_the_solution():
+    """Every tile the check may draw is counted by the generator as the reference solution says."""
+    for wm, wn in ex.SLAB_FAMILY[::7]:
+        assert ex._counted_per_slab(wm, wn) == tuple(int(v) for v in ex.solution_per_slab(wm, wn))
+
+
+@cuda.jit(device=True)
+def _barrier_unless_3_or_4(tiles):
+    if tiles != 3 and tiles != 4:
+        cuda.syncthreads()
+
+
+@cuda.jit
+def pipeline_sized_for_the_listed_counts(x, y, tiles):  # the barrier skipped when tiles is 3 or 4
+    smem = cuda.shared.array(3 * 128, float32)
+    t = cuda.threadIdx.x
+    for q in range(12):
+        smem[12 * t + q] = math.nan
+    cuda.syncthreads()
+    for s in range(2):
+        if s < tiles:
+            ptx.cp_async16(smem, 128 * s + 4 * t, x, 128 * s + 4 * t, 16)
+        ptx.cp_async_commit_group()
+    for tile in range(tiles):
+        ptx.cp_async_wait_group(1)
+        _barrier_unless_3_or_4(tiles)
+        ahead = tile + 2
+        if ahead < tiles:
+            ptx.cp_async16(smem, 128 * (ahead % 3) + 4 * t, x, 128 * ahead + 4 * t, 16)
+        ptx.cp_async_commit_group()
+        base = 128 * (tile % 3)
+        for q in range(4):
+            y[128 * tile + 4 * t + q] = smem[base + 127 - 4 * t - q]
+
+
+def test_pipeline_sized_for_the_listed_counts_fails_on_the_drawn_count(monkeypatch):
+    """Exercise 5: a loop right only at the listed tile counts fails at the count drawn at random (here
+    made 3), in words that do not depend on the draw."""
+    monkeypatch.setattr(ex, "PIPELINE_RANDOM_TILES", (3,))
+    result = ex.check_pipeline(pipeline_sized_for_the_listed_counts)
+    assert not result.passed
+    assert "drawn at random" in result.message and "races a copy" in result.message, result.message
+    assert "3 tile(s)" not in result.message
+    assert ex.check_pipeline(ex.solution_pipeline).passed
+    assert set(ex.PIPELINE_RANDOM_TILES).isdisjoint(ex.PIPELINE_TILES) is True

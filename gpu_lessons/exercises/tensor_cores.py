@@ -7,16 +7,20 @@
    kernel (one warp) against NumPy, and by the simulator's cp.async log: the tile must arrive by
    cp.async copies that landed (plain stores do not count). On a GPU the same kernel also runs
    through the traffic tracer (the simulator's semantics: a copy lands at the wait), and both outputs
-   must be right, so a read before the wait or a missing barrier fails there as here.
+   must be right, so a read before the wait or a missing barrier fails there as here; a plain store into
+   bytes a copy still has in flight is a race too.
 3. A warp tile's work per 16-deep slab of shared memory: MMAs, 16-byte loads of A, 4-byte loads of B;
-   checked against the generated kernels' source for several tiles.
-4. Predict a kernel's time from another's: one kernel's measured duration, warp instructions and issue
+   checked against the generated kernels' source for five listed tiles and one drawn at random.
+4. A kernel's time from another's (the identity time = instructions / issue rate, same SMs and
+   clock): one kernel's measured duration, warp instructions and issue
    slots busy, and a changed kernel's instructions and issue slots; checked against Nsight Compute's
    durations of lesson 6's kernel's cp.async pipelines and cuBLAS SGEMM at 2048^3 (from lesson 6's
-   kernel, within 2%), and on made-up kernels of other GPUs.
+   kernel, within 2%), and on made-up pairs of other GPUs (their durations made up from the same identity,
+   time = instructions / issue rate). Calling the lesson's issue_time or a reference solution is refused.
 5. A 3-stage cp.async pipeline's loop: the wait and the barrier; checked as exercise 2 on several
-   tile counts, and the simulator's log must show, for every lane, one of its copies still in flight
-   after each of its waits but the last (a wait for everything at any tile but the last fails).
+   tile counts (1, 2, 5, 7 and one drawn at random from 3, 4, 6, 8), and the simulator's log must
+   show, for every lane, one of its copies still in flight after each of its waits but the last (a wait
+   for everything at any tile but the last fails).
 6. cvt.rna: one warp's MMA D = A B^T (B given transposed), A and B rounded to TF32, not cut; the
    values stored in D must be those the simulated MMA returned (bit for bit: a product summed by the
    lanes' own FMAs beside a token MMA fails), and the result is held to the rounded product within
@@ -170,12 +174,19 @@ def _seen(value: float) -> str:
 
 
 def _race(log) -> str:
-    """'' or what a read of the tile races with: a cp.async to the same bytes, no barrier between."""
+    """'' or what a read of (or plain store to) the tile races with: a cp.async to the same bytes, no
+    barrier between, or a lane's store into the bytes its own copy has in flight."""
     found = log.race()
     if found is None:
         return ""
     reader, copier, what = found
-    return f"lane {reader} reads bytes that lane {copier}'s cp.async writes, {what}"
+    stored = "on a GPU the bytes may end up the copy's or the store's"
+    if reader == copier and what.startswith("stores"):  # a plain store into its own copy in flight
+        return f"lane {reader} {what}: {stored}"
+    if "the write and" in what:
+        return f"lane {reader} stores to bytes that lane {copier}'s cp.async writes, {what}: {stored}"
+    return (f"lane {reader} reads bytes that lane {copier}'s cp.async writes, {what}: on a GPU it may see "
+            "the old bytes or the new")
 
 
 def _plain_global_loads(counts) -> int:
@@ -200,7 +211,7 @@ def check_cp_async_tile(kernel) -> object:
         expected = x[::-1]
         race = _race(log)
         if race:
-            return report(name, False, f"{race}: on a GPU it may see the old bytes or the new. {COPY_HINT}")
+            return report(name, False, f"{race}. {COPY_HINT}")
         for where, y in outputs:
             wrong = np.flatnonzero(~(y == expected))
             if len(wrong):
@@ -253,6 +264,14 @@ def solution_cp_async_tile(x, y):
 # ----------------------------------------------------------------------------- exercise 3
 
 SLAB_TILES = ((48, 16), (32, 40), (80, 24), (16, 8), (64, 56))  # (wm, wn): none the lesson counts
+# and one more, drawn at random from this family (not one of the five), which the text does not list
+SLAB_FAMILY = tuple((wm, wn) for wm in range(16, 129, 16) for wn in range(8, 65, 8)  # less the lesson's
+                    if (wm, wn) not in (*SLAB_TILES, (64, 32), (64, 64)))  # two, whose counts it prints
+
+
+def _random_slab_tile(rng=None) -> tuple[int, int]:
+    rng = np.random.default_rng() if rng is None else rng
+    return SLAB_FAMILY[int(rng.integers(len(SLAB_FAMILY)))]
 
 
 def _counted_per_slab(wm: int, wn: int) -> tuple[int, int, int]:
@@ -270,7 +289,8 @@ def _counted_per_slab(wm: int, wn: int) -> tuple[int, int, int]:
 def check_per_slab(per_slab) -> object:
     """``per_slab(wm, wn)`` returns (MMAs, 16-byte A loads, 4-byte B loads) of one warp per 16-deep slab.
     The check passes its five tiles at once, as NumPy arrays of wm and wn: the answer is the count in
-    arithmetic, held to the generated source of each tile."""
+    arithmetic, held to the generated source of each tile; then one more tile, drawn at random from the
+    family (wm a multiple of 16 up to 128, wn of 8 up to 64), that the text does not list."""
     name = "exercise 3 (a warp tile's work per slab)"
     hint = ("Hint: a slab is 16 deep, two k-steps of 8; an MMA tile is 16x8; a lane's one 16-byte load of "
             "A covers 4 k of one row (rows g and g+8), a 4-byte load of B one k of one column")
@@ -299,14 +319,32 @@ def check_per_slab(per_slab) -> object:
             return report(name, False, f"return (MMAs, A loads, B loads), got {type(got).__name__}")
         if len(answer) != 3:
             return report(name, False, f"return three counts (MMAs, A loads, B loads), got {len(answer)}")
+        labels = ("MMAs", "16-byte loads of A", "4-byte loads of B")
         for k, (wm, wn) in enumerate(SLAB_TILES):
             mine = tuple(int(v[k]) for v in answer)
             expected = _counted_per_slab(wm, wn)
             if mine != expected:
-                wrong = [label for label, a, e in zip(("MMAs", "16-byte loads of A", "4-byte loads of B"),
-                                                      mine, expected, strict=True) if a != e]
+                wrong = [label for label, a, e in zip(labels, mine, expected, strict=True) if a != e]
                 return report(name, False, f"warp tile {wm}x{wn}: you say {mine}; the generated kernel's "
                                            f"{' and '.join(wrong)} differ. {hint}")
+        hidden = ("on one more warp tile, drawn at random (wm a multiple of 16 up to 128, wn of 8 up to 64) "
+                  "and not listed in the text,")
+        wm, wn = _random_slab_tile()
+        try:
+            got = per_slab(np.array([wm], np.int64), np.array([wn], np.int64))
+            mine = tuple(int(np.ravel(np.asarray(v))[0]) for v in got)
+        except NotImplementedError:
+            raise
+        except Exception as error:  # noqa: BLE001 - a table of the five tiles meets a sixth
+            return report(name, False, f"the five listed tiles are right, but {hidden} your code raised "
+                                       f"{type(error).__name__}: the counts must follow from wm and wn, not "
+                                       f"from a table of the five. {hint}")
+        expected = _counted_per_slab(wm, wn)
+        if len(mine) != 3 or mine != expected:
+            wrong = [label for label, a, e in zip(labels, mine, expected, strict=False) if a != e]
+            return report(name, False, f"the five listed tiles are right, but {hidden} your "
+                                       f"{' and '.join(wrong) or 'counts'} differ from the generated "
+                                       f"kernel's: the counts must follow from wm and wn. {hint}")
         mmas, a, b = _counted_per_slab(64, 64)
         narrow = _counted_per_slab(64, 32)
         return report(name, True, f"e.g. 64x64: {mmas} MMAs from {a + b} shared loads "
@@ -325,13 +363,13 @@ def solution_per_slab(wm, wn):
 
 PREDICT_TOLERANCE = 0.02
 # Made-up pairs (base kernel, changed kernel) on other GPUs: (SMs busy, clock in MHz, base instructions,
-# base issue %, instructions, issue %); the base's duration is the issue model's there.
+# base issue %, instructions, issue %); both durations are made up from the identity there, not measured.
 MADE_UP = ((100, 1410.0, 180_000_000, 64.0, 205_000_000, 52.5),
            (46, 2520.0, 90_000_000, 81.0, 72_000_000, 77.0))
 
 
 def _cases(result) -> list[tuple]:
-    """(label, base_us, base instructions, base issue %, instructions, issue %, duration to predict)."""
+    """(label, base_us, base instructions, base issue %, instructions, issue %, duration to compute)."""
     truth = lesson.issue_time_model(result)
     base_name = lesson.LESSON6
     base = truth.loc[base_name]
@@ -347,13 +385,22 @@ def _cases(result) -> list[tuple]:
 
 def check_issue_time(predicted_us) -> object:
     """``predicted_us(base_us, base_instructions, base_issue_pct, instructions, issue_pct)``: the changed
-    kernel's duration in microseconds, predicted from the base kernel's measured one; held to Nsight
+    kernel's duration in microseconds, computed from the base kernel's measured one and both kernels'
+    counters (an identity on the same SMs at the same clock, not a forecast); held to Nsight
     Compute's durations at 2048^3 in the H200 recording (within 2%) and to made-up pairs on other GPUs."""
-    name = "exercise 4 (predict a changed kernel's time)"
-    hint = ("Hint: both kernels run on the same SMs at the same clock, one block per SM; section 7: a "
-            "kernel lasts its warp instructions over the rate its schedulers issue them")
+    name = "exercise 4 (a changed kernel's time from its counters)"
+    hint = ("Hint: both kernels run on the same SMs at the same clock, one block per SM; section 7: on "
+            "them, a kernel lasts its warp instructions over the rate its schedulers issue them")
 
     def attempt():
+        model = "computes the duration from the counters for you"
+        refused = _calls_a_helper(predicted_us, [
+            (lesson.issue_time, "the course's lesson.issue_time (section 7's identity)", model),
+            (lesson.issue_time_model, "the course's lesson.issue_time_model (the recorded durations)",
+             "looks the measured durations up"),
+            (_cases, "exercises._cases (the check's own cases)", "holds the answers")])
+        if refused:
+            return report(name, False, f"{refused}, as a ratio of the two kernels' counters")
         cases = _cases(lessons.load(lesson.NAME, live=False))
         for label, base_us, n0, p0, n1, p1, expected in cases:
             got = predicted_us(base_us, n0, p0, n1, p1)
@@ -364,11 +411,12 @@ def check_issue_time(predicted_us) -> object:
             if not np.isfinite(value):
                 return report(name, False, f"{label}: return microseconds (a number), got {got!r}. {hint}")
             if abs(value / expected - 1) > PREDICT_TOLERANCE:
-                measured = "measured" if "made-up" not in label else "model's"
-                return report(name, False, f"{label}: you predict {value:.1f} us, more than "
+                measured = "measured" if "made-up" not in label else "made-up"
+                return report(name, False, f"{label}: you compute {value:.1f} us, more than "
                                            f"{PREDICT_TOLERANCE:.0%} from the {measured} duration. {hint}")
-        return report(name, True, f"within {PREDICT_TOLERANCE:.0%} on all {len(cases)} pairs: instructions "
-                                  "and issue rate account for the pipelines' loss and cuBLAS's lead")
+        return report(name, True, f"within {PREDICT_TOLERANCE:.0%} on all {len(cases)} pairs: same SMs, same "
+                                  "clock, so each ratio of durations splits into a ratio of instructions "
+                                  "times one of issue rates (an identity, not a cause)")
 
     return guarded(name, attempt)
 
@@ -380,7 +428,8 @@ def solution_issue_time(base_us, base_instructions, base_issue_pct, instructions
 # ----------------------------------------------------------------------------- exercise 5
 
 PIPELINE_STAGES = 3
-PIPELINE_TILES = (1, 2, 5, 7)  # tile counts the check runs
+PIPELINE_TILES = (1, 2, 5, 7)  # tile counts the check runs, and one more drawn at random from those of
+PIPELINE_RANDOM_TILES = tuple(n for n in range(3, 9) if n not in PIPELINE_TILES)  # 3..8 not run already
 
 
 def _idle_waits(log, tiles: int) -> tuple[int, int, int] | None:
@@ -409,39 +458,51 @@ def check_pipeline(kernel) -> object:
             "visible to it; before a lane's next copy overwrites a stage, every lane must be done reading "
             "it; and a pipeline waits only for what it reads now")
 
+    def run(tiles: int, rng) -> tuple[str, str]:
+        """('', '') if right with this many tiles, else (the message, what kind of slip, in words that do
+        not depend on the tile count)."""
+        x = rng.standard_normal(TILE_FLOATS * tiles, dtype=np.float32)
+        outputs, log, _ = _outputs_and_log(kernel, x, np.int64(tiles))
+        expected = x.reshape(tiles, TILE_FLOATS)[:, ::-1].ravel()
+        race = _race(log)
+        if race:
+            return f"{tiles} tile(s): {race}. {hint}", "a read or store of shared memory races a copy"
+        for where, y in outputs:
+            wrong = np.flatnonzero(~(y == expected))
+            if len(wrong):
+                i = int(wrong[0])
+                return (f"{tiles} tile(s), {where}{len(wrong)} of {y.size} outputs wrong; y[{i}] (tile "
+                        f"{i // TILE_FLOATS}) is {_seen(y[i])}. {hint}", f"{where}outputs are wrong")
+        copies = len(log.landed)
+        if copies < 32 * tiles or len(log.issued) != copies:
+            return (f"{tiles} tile(s): {copies} of {32 * tiles} cp.async copies landed (plain stores do "
+                    "not count). Hint: keep the copies as given", "not every cp.async copy landed")
+        idle = _idle_waits(log, tiles)
+        if idle:
+            thread, number, count = idle
+            return (f"{tiles} tile(s): the outputs are right, but lane {thread}'s wait {number} of {count} "
+                    "left none of its copies in flight: every wait but the last must leave the next tile's "
+                    "copy coming while the lane works on this one (a wait for everything overlaps nothing). "
+                    f"{hint}", "a wait but the last left no copy in flight")
+        return "", ""
+
     def attempt():
         rng = np.random.default_rng()
         for tiles in PIPELINE_TILES:
-            x = rng.standard_normal(TILE_FLOATS * tiles, dtype=np.float32)
-            outputs, log, _ = _outputs_and_log(kernel, x, np.int64(tiles))
-            expected = x.reshape(tiles, TILE_FLOATS)[:, ::-1].ravel()
-            race = _race(log)
-            if race:
-                return report(name, False, f"{tiles} tile(s): {race}: on a GPU it may see the old bytes or "
-                                           f"the new. {hint}")
-            for where, y in outputs:
-                wrong = np.flatnonzero(~(y == expected))
-                if len(wrong):
-                    i = int(wrong[0])
-                    return report(name, False, f"{tiles} tile(s), {where}{len(wrong)} of {y.size} outputs "
-                                               f"wrong; y[{i}] (tile {i // TILE_FLOATS}) is {_seen(y[i])}. "
-                                               f"{hint}")
-            copies = len(log.landed)
-            if copies < 32 * tiles or len(log.issued) != copies:
-                return report(name, False, f"{tiles} tile(s): {copies} of {32 * tiles} cp.async copies "
-                                           "landed (plain stores do not count). Hint: keep the copies as "
-                                           "given")
-            idle = _idle_waits(log, tiles)
-            if idle:
-                thread, number, count = idle
-                return report(name, False, f"{tiles} tile(s): the outputs are right, but lane {thread}'s "
-                                           f"wait {number} of {count} left none of its copies in flight: "
-                                           "every wait but the last must leave the next tile's copy coming "
-                                           "while the lane works on this one (a wait for everything overlaps "
-                                           f"nothing). {hint}")
-        return report(name, True, f"{len(PIPELINE_TILES)} runs ({', '.join(map(str, PIPELINE_TILES))} tiles) "
-                                  "right, the next tile in flight at every wait but the last, every read "
-                                  "ordered by a barrier with the copies to its bytes")
+            message, _ = run(tiles, rng)
+            if message:
+                return report(name, False, message)
+        drawn = int(rng.choice(PIPELINE_RANDOM_TILES))
+        message, slip = run(drawn, rng)
+        if message:
+            drawn_from = ", ".join(map(str, PIPELINE_RANDOM_TILES[:-1])) + f" or {PIPELINE_RANDOM_TILES[-1]}"
+            return report(name, False, f"{', '.join(map(str, PIPELINE_TILES))} tiles pass, but with a tile "
+                                       f"count drawn at random ({drawn_from}), {slip}: the loop must be "
+                                       f"right for any count. {hint}")
+        return report(name, True, f"{len(PIPELINE_TILES) + 1} runs ({', '.join(map(str, PIPELINE_TILES))} "
+                                  "tiles and a count drawn at random) right, the next tile in flight at "
+                                  "every wait but the last, every read ordered by a barrier with the copies "
+                                  "to its bytes")
 
     return guarded(name, attempt)
 

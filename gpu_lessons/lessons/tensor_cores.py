@@ -1175,7 +1175,9 @@ def issue_time_model(result: LessonResult, counters: LessonResult | None = None)
     """Lesson 6's kernel, its cp.async pipelines and cuBLAS SGEMM at 2048^3 (Nsight Compute, from
     ``counters``, by default the same result): warp instructions, issue slots busy, the SMs holding a block
     (each launch fits one block per SM: min(blocks, SMs)), the measured duration, and ``issue_time`` of
-    them at the recording's SM clock, with its error."""
+    them at the recording's SM clock, with its error. The identity follows from the counters' definitions
+    (issue slots busy: the share of active cycles with an issue, one instruction a scheduler per cycle): a
+    small error confirms the clock and that the SMs stayed busy, not a model that predicts."""
     evidence = (counters or result).evidence
     sms, clock = int(result.meta["sms"]), float(result.meta["sm_clock_mhz"])
     rows = []
@@ -1195,7 +1197,8 @@ def issue_time_model(result: LessonResult, counters: LessonResult | None = None)
 def pipeline_loss(result: LessonResult, counters: LessonResult | None = None, stages: int = 3) -> dict:
     """Lesson 6's kernel against its ``stages``-deep cp.async pipeline at 2048^3: the timed slowdown (event
     timings), the profiled one (Nsight Compute's durations of the launches the counters come from), and the
-    two counters' factors (instructions, issue slots busy) whose product accounts for it."""
+    two counters' factors (instructions, issue slots busy) whose product splits it: on the same SMs at the
+    same clock, time = instructions / issue rate is an identity (a decomposition, not a cause)."""
     evidence = (counters or result).evidence
     pipeline = f"simt cp.async {stages} stages"
     ms = {name: tflops_row(result, name, NCU_SHAPE)["median_ms"] for name in (LESSON6, pipeline)}

@@ -305,7 +305,7 @@ def mma_ceiling(ceiling: pd.DataFrame, fp32_peak_tflops: float, cublas_tf32_tflo
                                (s != 8).astype(int) * 100 + s)
     labels = [f"{w} warps/SM\n{c} chains" for w, c in zip(rows["warps_per_sm"], rows["chains"], strict=True)]
     x = np.arange(len(rows))
-    colors = [PALETTE[0] if c == 8 else PALETTE[5] for c in rows["chains"]]
+    colors = [PALETTE[0] if c == 8 else PALETTE[4] for c in rows["chains"]]  # blue against orange
     ax.bar(x, rows["tflops"], color=colors, width=0.66)
     for xi, value in zip(x, rows["tflops"], strict=True):
         ax.annotate(f"{value:.0f}", (xi, value), xytext=(0, 3), textcoords="offset points", ha="center",
@@ -317,7 +317,9 @@ def mma_ceiling(ceiling: pd.DataFrame, fp32_peak_tflops: float, cublas_tf32_tflo
     ax.set_xticks(x, labels, fontsize=STYLE["tick_size"] - 1)
     ax.set_ylim(0, max(cublas_tf32_tflops, rows["tflops"].max()) * 1.32)
     finish(fig, ax, "The mma.sync ceiling: independent MMA chains on registers only",
-           "launch shape (8 chains per warp in blue)", "TFLOP/s (TF32)", provenance, legend_loc="upper left")
+           "launch shape (blue: 8 chains per warp; orange: "
+           f"{' or '.join(str(c) for c in sorted(set(rows['chains']) - {8}))})", "TFLOP/s (TF32)", provenance,
+           legend_loc="upper left")
     ax.legend(fontsize=STYLE["legend_size"], frameon=False, loc="upper left", ncols=2)
     ax.grid(False, axis="x")
     return with_alt(fig, f"Bars of the mma.sync TF32 ceiling from {rows['tflops'].min():.0f} to "

@@ -23,9 +23,10 @@ metrics rather than plain loads and stores). ``cp_async_log()`` records, for the
 it, every copy issued and every copy landed (so a check can tell a cp.async tile from plain stores).
 While one is open, the simulator's ``syncthreads`` (and a ``syncwarp`` that every thread of a
 one-warp block joins, as good a barrier there) and the tracer's shared arrays also note each
-barrier a thread passes and each shared element it reads, so that ``CpAsyncLog.race()`` can tell,
-whatever order the simulator's threads happened to run in, whether a read and a copy to the same
-bytes by another thread are ordered by a barrier (reads are seen only under ``sim.trace``).
+barrier a thread passes and each shared element it reads or stores to, so that ``CpAsyncLog.race()`` can tell,
+whatever order the simulator's threads happened to run in, whether a read (or a plain store) and a
+copy to the same bytes by another thread are ordered by a barrier, and whether a thread stores into
+bytes its own copy still has in flight (reads and stores are seen only under ``sim.trace``).
 
 mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32
 --------------------------------------------------
@@ -268,7 +269,7 @@ class CpAsyncLog:
     before it) per wait (a group committed with no copy in it counts as a group, not as a copy).
     ``events`` holds, in each thread's order, (kind, thread id, barriers it had passed, its event number,
     byte address, size, copy id) for kind "issue", "land" (at the issuing thread's wait) and "read" (a
-    shared element, under the tracer)."""
+    shared element, under the tracer) and "write" (a store to a shared element, under the tracer)."""
 
     issued: list = field(default_factory=list)
     landed: list = field(default_factory=list)
@@ -287,10 +288,11 @@ class CpAsyncLog:
         self.events.append((kind, thread, self.barriers.get(thread, 0), number, address, size, copy))
 
     def race(self) -> tuple[int, int, str] | None:
-        """(reading thread, copying thread, what) of the first read of bytes that a cp.async copy
-        writes with no barrier between them, or None. A read by another thread is ordered with a
-        copy only if a barrier separates it from the copy's issue (read before) or from the wait
-        that landed it (read after); the copying thread's own read, if it comes between the two."""
+        """(reading or storing thread, copying thread, what) of the first read of (or plain store to)
+        bytes that a cp.async copy writes with no barrier between them, or None. A read or store by
+        another thread is ordered with a copy only if a barrier separates it from the copy's issue
+        (before) or from the wait that landed it (after); the copying thread's own read or store is a
+        race if it comes between the two."""
         copies: dict[int, list] = {}
         by_word: dict[int, list[int]] = {}
         for kind, thread, barriers, number, address, size, copy in self.events:
@@ -301,16 +303,19 @@ class CpAsyncLog:
             elif kind == "land":
                 copies[copy][3:] = [barriers, number]
         for kind, thread, barriers, number, address, _size, _ in self.events:
-            if kind != "read":
+            if kind not in ("read", "write"):
                 continue
             for copy in by_word.get(address - address % 4, ()):
                 owner, issued_at, issue_number, landed_at, land_number = copies[copy]
                 if owner == thread:
                     if issue_number < number < land_number:
-                        return thread, owner, "reads its own copy before its wait landed it"
+                        if kind == "read":
+                            return thread, owner, "reads its own copy before its wait landed it"
+                        return thread, owner, ("stores into bytes its own copy is still writing, before "
+                                               "the wait that lands it")
                 elif issued_at <= barriers <= landed_at:
                     landed = "" if landed_at != float("inf") else " (no wait landed that copy)"
-                    return thread, owner, f"no barrier between the read and the copy{landed}"
+                    return thread, owner, f"no barrier between the {kind} and the copy{landed}"
         return None
 
 
@@ -328,22 +333,30 @@ def _hook() -> None:
     from numba.cuda.simulator.kernel import BlockThread
 
     sync, getitem = BlockThread.syncthreads, recorder.TracedSharedArray.__getitem__
-    _HOOKED.update(sync=sync, getitem=getitem)
+    setitem = recorder.TracedSharedArray.__setitem__
+    _HOOKED.update(sync=sync, getitem=getitem, setitem=setitem)
 
     def syncthreads(self):
         sync(self)
         for log in _LOGS:
             log.barriers[self.thread_id] = log.barriers.get(self.thread_id, 0) + 1
 
-    def read(self, idx):
-        value = getitem(self, idx)
-        if isinstance(idx, (int, np.integer)) and self._ary.ndim == 1 and _LOGS:
-            size = self._ary.itemsize
-            address = self._ary.__array_interface__["data"][0] + (int(idx) % len(self._ary)) * size
+    def note(kind, array, idx):
+        if isinstance(idx, (int, np.integer)) and array._ary.ndim == 1 and _LOGS:
+            size = array._ary.itemsize
+            address = array._ary.__array_interface__["data"][0] + (int(idx) % len(array._ary)) * size
             thread = _current_id()
             for log in _LOGS:
-                log.note("read", thread, address, size)
+                log.note(kind, thread, address, size)
+
+    def read(self, idx):
+        value = getitem(self, idx)
+        note("read", self, idx)
         return value
+
+    def write(self, idx, value):
+        setitem(self, idx, value)
+        note("write", self, idx)
 
     def complete_syncwarp(arrivals):
         _HOOKED["syncwarp"](arrivals)
@@ -357,6 +370,7 @@ def _hook() -> None:
     _HOOKED["syncwarp"] = warp._COMPLETERS[warp.SYNCWARP]
     BlockThread.syncthreads = syncthreads
     recorder.TracedSharedArray.__getitem__ = read
+    recorder.TracedSharedArray.__setitem__ = write
     warp._COMPLETERS[warp.SYNCWARP] = complete_syncwarp
 
 
@@ -365,6 +379,7 @@ def _unhook() -> None:
 
     BlockThread.syncthreads = _HOOKED.pop("sync")
     recorder.TracedSharedArray.__getitem__ = _HOOKED.pop("getitem")
+    recorder.TracedSharedArray.__setitem__ = _HOOKED.pop("setitem")
     warp._COMPLETERS[warp.SYNCWARP] = _HOOKED.pop("syncwarp")
 
 
