@@ -212,6 +212,30 @@ def _skewed(a, out):  # a rotation instead of an XOR: also a conflict-free swizz
             out[out_row + step, out_col] = tile[tx, (ty + step + tx) % 32]
 
 
+@cuda.jit
+def _every_warp_loads_the_whole_tile(a, out):  # review R34c, 6: right result, conflict-free, 8x the loads
+    tile = cuda.shared.array((32, 32), numba.float32)
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    rows, cols = a.shape
+    col = cuda.blockIdx.x * 32 + tx
+    for r in range(32):
+        if cuda.blockIdx.y * 32 + r < rows and col < cols:
+            tile[r, tx ^ r] = a[cuda.blockIdx.y * 32 + r, col]
+    cuda.syncthreads()
+    out_col = cuda.blockIdx.y * 32 + tx
+    out_row = cuda.blockIdx.x * 32 + ty
+    for step in range(0, 32, cuda.blockDim.y):
+        if out_row + step < cols and out_col < rows:
+            out[out_row + step, out_col] = tile[tx, (ty + step) ^ tx]
+
+
+def _table_of_checked_rows(default):
+    """The fixed rows' wavefronts looked up, ``default`` for any other row (review R34c, 7)."""
+    table = {32: 32, 33: 1, 40: 8, 44: 4, 48: 16, 64: 32}
+    return pipe_with(lambda w: 32 + 32 * table.get(w, default))
+
+
 def _table_of_checked_paddings(padding):
     """The fixed paddings' answers looked up (as the old check's cases were), nothing computed."""
     return {0: 32, 1: 2, 2: 4, 3: 2, 4: 8, 6: 4, 8: 16, 12: 8, 16: 32}[padding]
@@ -249,6 +273,9 @@ WRONG_ANSWERS = [
     (ex.check_float64_column, column_from_the_lesson_inside),
     (ex.check_float64_column, lambda p: 2 * math.gcd(p, 8) if p else 32),  # review R34b, 13: wrong at 16
     (ex.check_float64_column, _table_of_checked_paddings),  # review R34b, 13: a lookup table
+    (ex.check_float64_column, lambda p: 2 * math.gcd(p, 32) if p else 32),  # review R34c, 8: wrong at 32
+    (ex.check_tile32_pipe, _table_of_checked_rows(1)),  # review R34c, 7
+    (ex.check_swizzled_tile, _every_warp_loads_the_whole_tile),  # review R34c, 6
 ]
 
 (test_notebook_has_one_cell_per_exercise, test_skeleton_fails, test_solution_passes,
@@ -378,3 +405,27 @@ def test_a_table_and_a_gcd_with_8_fail():  # review R34b, 13
         result = ex.check_float64_column(_table_of_checked_paddings)
         assert not result.passed and "for any padding" in result.message and "KeyError" in result.message
     assert ex.check_float64_column(lambda p: 2 * math.gcd(p, 16)).passed  # a learner's own rule
+
+
+def test_every_warp_moving_the_whole_tile_fails():  # review R34c, 6
+    result = ex.check_swizzled_tile(_every_warp_loads_the_whole_tile)
+    assert not result.passed and "loads of a took 8.0 times the warp requests a tile needs" in result.message
+    reference = ex.reference_global_requests()
+    assert str(reference["ld"]) not in result.message and str(reference["st"]) not in result.message
+
+
+def test_a_table_of_the_checked_rows_fails_every_run():  # review R34c, 7
+    pool = [r for r in range(34, 127, 2) if r % 32 and r not in ex.OTHER_ROWS]
+    assert all(math.gcd(r, 32) not in (1, 32) for r in pool) and 64 in ex.OTHER_ROWS
+    for _ in range(3):  # the drawn rows differ run to run; a table fails, whatever its default
+        assert set(ex.drawn_rows()) <= set(pool) and len(ex.drawn_rows()) == ex.DRAWN_ROWS
+        for default in (1, 32):
+            result = ex.check_tile32_pipe(_table_of_checked_rows(default))
+            assert not result.passed and "on another GPU's numbers" in result.message, result
+        assert ex.check_tile32_pipe(ex.solution_tile32_pipe).passed
+
+
+def test_a_gcd_with_32_fails_at_a_padding_of_32():  # review R34c, 8
+    assert {32, 48} <= set(ex.CHECKED_PADDINGS) and ex.column_read_wavefronts(32)[0] == 32
+    result = ex.check_float64_column(lambda p: 2 * math.gcd(p, 32) if p else 32)
+    assert not result.passed and "with 32 float64 of padding a row you give 64" in result.message

@@ -594,3 +594,49 @@ def test_each_leftover_element_has_a_thread_of_its_own():  # review R34b, 6
     assert not result.passed and "one thread wrote several of the" in result.message, result
     assert "groups +" not in result.message and "(i -" not in result.message
     assert ex.check_scale_vec4(scale_with(scale_tail_reversed), scale_tail_reversed).passed
+
+
+@cuda.jit
+def scale_tail_by_first_threads(x, out, a):
+    """Threads 0..r-1, which also do a group of 4, write the leftovers (review R34c, 2)."""
+    i = cuda.grid(1)
+    groups = x.size // 4
+    if i < groups:
+        v0, v1, v2, v3 = load4(x, i)
+        store4(out, i, a * v0, a * v1, a * v2, a * v3)
+    if i < x.size % 4:
+        j = 4 * groups + i
+        out[j] = a * x[j]
+
+
+def scale_launching_n_threads(x, a):
+    """The right kernel, launched with one thread per element, not per group (review R34c, 2)."""
+    if x.ctypes.data % 16:
+        raise ValueError("misaligned")
+    out = np.zeros_like(x)
+    right_kernel[max(1, -(-x.size // 256)), 256](x, out, np.float32(a))
+    return out
+
+
+def scale_with_block(kernel, block):
+    def scale(x, a):
+        if x.ctypes.data % 16:
+            raise ValueError("misaligned")
+        out = np.zeros_like(x)
+        kernel[max(1, -(-ex.vec4_threads(x.size) // block)), block](x, out, np.float32(a))
+        return out
+    return scale
+
+
+def test_the_leftovers_go_to_threads_past_the_groups_of_a_right_sized_launch():  # review R34c, 2
+    first = scale_tail_by_first_threads
+    result = ex.check_scale_vec4(scale_with(first), first)
+    assert not result.passed and "also has a group of 4" in result.message, result
+    assert "groups +" not in result.message and "(i -" not in result.message
+    result = ex.check_scale_vec4(scale_launching_n_threads, right_kernel)
+    assert not result.passed and "with nothing to do" in result.message, result
+    assert "n // 4" not in result.message and "n % 4" not in result.message
+    # the thread index is counted over blocks of any size, including blocks that are not whole warps
+    for block in (32, 48, 100):
+        assert ex.check_scale_vec4(scale_with_block(right_kernel, block), right_kernel).passed, block
+    assert ex.check_scale_vec4(scale_with_block(first, 32), first).passed is False

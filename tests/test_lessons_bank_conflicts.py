@@ -308,6 +308,10 @@ def test_figures_of_the_recording_have_alt_text():
     pipe = lesson.three_bills(recording(), ["tile32"]).iloc[0]["pipe_us"]
     alt = plots.style.alt_text(figs["cost_model"])
     assert "tile32: measured" in alt and f"pipe {pipe:,.0f}" not in alt  # ... its bill (exercise 1) unwritten
+    widths = [bar.get_width() for bar in figs["cost_model"].axes[0].patches]
+    assert not any(abs(w / pipe - 1) < 0.01 for w in widths)  # ... and undrawn (review R34c, 7)
+    others = lesson.three_bills(recording(), [v for v in lesson.BILLS_FIGURE if v != "tile32"])["pipe_us"]
+    assert sum(abs(w / p - 1) < 1e-9 for w in widths for p in others) >= len(others)  # the others' drawn
 
 
 def test_figures_of_a_run_with_the_experiments(table):

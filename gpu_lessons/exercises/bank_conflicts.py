@@ -3,14 +3,16 @@
 1. Predict a number: the time the shared-memory pipe needs for a 32x32 transpose tile whose rows are
    ``row_words`` words long, from the wavefronts its requests need and the measured cost of a
    wavefront. Checked for the unpadded tile (``tile32``, rows of 32) against the time the H200
-   recording's counts give, within 1%, and for other row lengths, on another GPU's numbers, against
-   the bank model's wavefronts (so the count must come from the model, not from "a column costs 32").
+   recording's counts give, within 1%, and for other row lengths (fixed ones and two drawn each run),
+   on another GPU's numbers, against the bank model's wavefronts (so the count must come from the
+   model, not from "a column costs 32" or a table).
    A function that calls the course's own counters (``model_pipe_us``, the bank model) is refused.
 2. A swizzle-only tile: a 32x32-tile transpose whose tile stays 32x32 words (no padding) and whose
    shared loads and stores have no bank conflict. The check runs the kernel under the tracer on a
    45x70 matrix (partial tiles): the result must be a.T, every element must go through the tile (the
    thread that writes it to ``out`` is, off the diagonal, not the one that loaded it from ``a``),
-   both global accesses coalesced (no more sectors a request than 32 consecutive floats touch),
+   both global accesses coalesced (no more sectors a request than 32 consecutive floats touch) and
+   no more of their requests than the reference needs (25% slack: no warp moves the whole tile),
    every shared word inside the first 1,024, and the bank conflicts zero.
 3. A float64 tile read by column: the wavefronts of the read for any padding (float64 elements per
    row), which the rule of thumb ("pad by one") does not give: 8-byte accesses go by half-warps, and
@@ -27,6 +29,7 @@ the course's counters (the bank model, the tracer, the lesson's ``conflict_degre
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import sys
@@ -52,6 +55,15 @@ PIPE_TOLERANCE = 0.01  # the prediction against the pipe time of the recorded co
 OTHER_GPU = {"sms": 78, "tiles": kernels.tile_count((6144, 4096)), "intercept_ns": 0.041,
              "ns_per_wavefront": 0.617}  # numbers the lesson does not print: the model, not a copy
 OTHER_ROWS = (33, 40, 44, 48, 64)  # row lengths in words: 1, 8, 4, 16 and 32 wavefronts a column read
+DRAWN_ROWS = 2  # and two row lengths drawn each run from the even ones of 34..126 that are neither fixed
+# nor a multiple of 32 (2 to 16 wavefronts): a table of the fixed rows, whatever its default, fails
+
+
+def drawn_rows(rng=None) -> list[int]:
+    """DRAWN_ROWS row lengths for this run of exercise 1's check."""
+    rng = rng or np.random.default_rng()
+    pool = [r for r in range(34, 127, 2) if r % 32 and r not in OTHER_ROWS]
+    return sorted(int(r) for r in rng.choice(pool, DRAWN_ROWS, replace=False))
 
 
 def recorded_pipe(variant: str = "tile32", result=None) -> dict:
@@ -118,7 +130,7 @@ def check_tile32_pipe(predict, result=None) -> object:
         h200 = {key: recorded[key] for key in ("sms", "tiles", "intercept_ns", "ns_per_wavefront")}
         cases = [(32, h200, recorded["pipe_us"], "on the H200, against the recorded counts' bill")]
         cases += [(rows, OTHER_GPU, model_pipe_us(rows, **OTHER_GPU), "on another GPU's numbers")
-                  for rows in OTHER_ROWS]
+                  for rows in (*OTHER_ROWS, *drawn_rows())]
         for rows, gpu, expected, where in cases:
             got = predict(rows, gpu["sms"], gpu["tiles"], gpu["intercept_ns"], gpu["ns_per_wavefront"])
             if got is None:
@@ -131,7 +143,7 @@ def check_tile32_pipe(predict, result=None) -> object:
         others = ", ".join(map(str, OTHER_ROWS))
         return report(name, True, f"tile32: {got:,.1f} µs of shared pipe, {off:+.1%} from the recorded "
                       "counts; "
-                      f"rows of {others} words right too. "
+                      f"rows of {others} words and {DRAWN_ROWS} drawn at random right too. "
                       f"tile32 measured {recorded['measured_us']:,.1f} µs: the pipe is its longest bill, and "
                       f"the measurement is {recorded['error']:+.0%} from it")
 
@@ -170,6 +182,29 @@ def uncoalesced_global(kernel, counts) -> str | None:
         if per_request > GLOBAL_SECTORS_LIMIT:
             return f"the global {what} touches {per_request:.1f} sectors per request"
     return None
+
+
+GLOBAL_REQUESTS_SLACK = 1.25  # the load of a and the store to out: at most this times the reference's
+# requests on the same shape (every warp loading the whole tile is 8 times)
+
+
+@functools.cache
+def reference_global_requests(shape=EXERCISE_SHAPE) -> dict:
+    """The reference tile's global requests on ``shape``: {"ld": loads of a, "st": stores to out}."""
+    _, counts = traced_conflicts(solution_swizzled_tile, shape)
+    return global_requests(solution_swizzled_tile, counts)
+
+
+def global_requests(kernel, counts) -> dict:
+    """The warp-level global requests of the kernel's load of ``a`` and store to ``out`` (its first two
+    parameters): {"ld": ..., "st": ...}."""
+    a, out = list(inspect.signature(kernel.py_func).parameters)[:2]
+    table = counts.by_instruction
+    found = {}
+    for array, op in ((a, "ld"), (out, "st")):
+        rows = table[(table["space"] == "global") & (table["array"] == array) & (table["op"] == op)]
+        found[op] = int(rows["instructions"].sum())
+    return found
 
 
 def traced_conflicts(kernel, shape=EXERCISE_SHAPE):
@@ -236,6 +271,13 @@ def check_swizzled_tile(kernel) -> object:
             return report(name, False, f"{uncoalesced}: it is not coalesced. A tile's point is that both "
                           "global accesses are: a warp's lanes read consecutive elements of a row of a and "
                           "write consecutive elements of a row of out; the transpose happens in the tile")
+        requests, reference = global_requests(kernel, counts), reference_global_requests()
+        for op, what in (("ld", "loads of a"), ("st", "stores to out")):
+            if requests[op] > GLOBAL_REQUESTS_SLACK * reference[op]:
+                return report(name, False, f"the {what} took {requests[op] / reference[op]:.1f} times the "
+                              "warp requests a tile needs: each element goes through global memory once. "
+                              "The block's warps share the tile's rows between them (a warp takes every "
+                              "eighth row), rather than each moving the whole tile")
         touched = shared_bytes_touched(counts)
         if touched > TILE_BYTES:
             return report(name, False, f"your tile reaches byte {touched:,} of shared memory, past the "
@@ -277,8 +319,9 @@ def solution_swizzled_tile(a, out):
 
 # ----------------------------------------------------------------------------- exercise 3
 
-CHECKED_PADDINGS = (0, 1, 2, 3, 4, 6, 8, 12, 16)  # float64 elements a row; the float32 rule misses 2, 4, 6
-# ...; 16 is as bad as none (a rule of gcd(p, 8) misses it)
+CHECKED_PADDINGS = (0, 1, 2, 3, 4, 6, 8, 12, 16, 32, 48)  # float64 elements a row; the float32 rule misses
+# 2, 4, 6 ...; 16 is as bad as none (a rule of gcd(p, 8) misses it), and so are 32 and 48 (a rule of
+# 2 gcd(p, 32) misses them)
 RANDOM_PADDINGS = (5, 40, 2)  # and two paddings drawn from 5..40 each run: a table of the fixed ones fails
 
 

@@ -282,7 +282,7 @@ class _TracedLaunches:
     given)."""
 
     def __init__(self, kernel):
-        self.kernel, self.runs, self._inside = kernel, [], False
+        self.kernel, self.runs, self.configs, self._inside = kernel, [], [], False
 
     def __enter__(self):
         kind = type(self.kernel)
@@ -309,6 +309,7 @@ class _TracedLaunches:
         finally:
             self._inside = False
         self.runs.append((counts, [_host_copy(a) for a in args], given))
+        self.configs.append(config)
 
 
 def _elements(counts, array: str, op: str = "st") -> np.ndarray:
@@ -330,12 +331,20 @@ def _store_counts(counts, array: str, n: int) -> np.ndarray:
     return np.bincount(elements, minlength=n)[:n]
 
 
-def _tail_writers(counts, array: str, n: int) -> np.ndarray:
-    """The thread (warp x 32 + lane) that stored each of the last n % 4 elements of ``array``."""
+def _launch_shape(config) -> tuple[int, int]:
+    """(blocks, threads a block) of a launch configuration ``(grid, block, ...)``."""
+    return int(np.prod(config[0])), int(np.prod(config[1]))
+
+
+def _tail_writers(counts, array: str, n: int, block_threads: int = 32) -> np.ndarray:
+    """The thread (its index in the grid, ``cuda.grid(1)`` for a 1-D launch) that stored each of the last
+    n % 4 elements of ``array``; the tracer numbers warps block by block."""
     sites = counts.sites[(counts.sites["array"] == array) & (counts.sites["op"] == "st")]["site"]
     accesses = counts.accesses[counts.accesses["site"].isin(sites)]
     tail = accesses[accesses["address"] >= 4 * (n - n % 4)]
-    return (tail["warp"] * 32 + tail["lane"]).to_numpy()
+    warps_a_block = -(-block_threads // 32)
+    block, warp = np.divmod(tail["warp"].to_numpy(), warps_a_block)
+    return block * block_threads + warp * 32 + tail["lane"].to_numpy()
 
 
 def _traced_lengths(scale_vec4, kernel, rng):
@@ -355,6 +364,11 @@ def _traced_lengths(scale_vec4, kernel, rng):
                 return ("scale_vec4 did not launch the kernel you passed to the check: the scaling must run "
                         "on the GPU, in scale_vec4_kernel")
             counts, args, given = launches.runs[-1]
+            blocks, block_threads = _launch_shape(launches.configs[-1])
+            if blocks * block_threads - vec4_threads(n) >= block_threads:
+                return (f"n={n}: scale_vec4 launched {blocks * block_threads} threads, a whole block or more "
+                        "of them with nothing to do: launch one thread per group of 4 and one per leftover "
+                        "element, rounded up to whole blocks")
             if not any(isinstance(v, np.ndarray) and np.array_equal(v, x) for v in given) or not any(
                     np.ndim(v) == 0 and not isinstance(v, np.ndarray) and float(v) == SCALE for v in given):
                 return (f"n={n}: the kernel was not given x and a as they are: the scaling is the kernel's "
@@ -377,10 +391,14 @@ def _traced_lengths(scale_vec4, kernel, rng):
                 return (f"n={n}: leftover element {n - n % 4 + int(np.argmax(tail > 1))} was written "
                         f"{int(tail.max())} times: each leftover element must be written by exactly one "
                         "thread (which one, of the threads past the last group of 4?)")
-            writers = _tail_writers(counts, stored[0], n)
+            writers = _tail_writers(counts, stored[0], n, block_threads)
             if len(np.unique(writers)) < len(writers):
                 return (f"n={n}: one thread wrote several of the {n % 4} leftover elements: each thread past "
                         "the last group of 4 handles one leftover element, its own")
+            if (writers < n // 4).any():
+                return (f"n={n}: a leftover element was written by a thread that also has a group of 4: the "
+                        "leftovers belong to the threads past the last group (the first of them is the "
+                        "thread whose index is the number of groups)")
             if (stores > 1).any():
                 return (f"n={n}: element {int(np.argmax(stores > 1))} was written {int(stores.max())} times: "
                         "each output must be written by exactly one thread")

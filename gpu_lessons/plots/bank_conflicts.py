@@ -321,7 +321,8 @@ def cost_model_bars(model: pd.DataFrame, provenance: str | None = None, ax: Axes
     wavefronts and, where ``model`` has ``issue_us``, the time to issue its instructions (thin bars);
     the same-run copy's time (a line). The model is the longest bill (``predicted_us``); each bar is
     labelled with the measured time's distance from it (``error``). ``unlabelled``: variants whose
-    bills are drawn but not written out (an exercise asks for them)."""
+    shared-pipe bar is not drawn and whose distance from the model is not written out (an exercise
+    asks for them)."""
     fig, ax = new_axes(ax)
     issue = "issue_us" in model and model["issue_us"].notna().any()
     if len(fig.axes) == 1:
@@ -330,8 +331,9 @@ def cost_model_bars(model: pd.DataFrame, provenance: str | None = None, ax: Axes
     positions = np.arange(len(model))[::-1]
     ax.barh(positions, model["measured_us"], height=0.7, color=PALETTE[0], label="measured")
     thin = 0.2
-    ax.barh(positions + (thin / 2 + 0.01 if issue else 0), model["pipe_us"], height=thin, color=PALETTE[1],
-            label="shared pipe: per request + 1 SM clock per wavefront")
+    shown = ~model["variant"].isin(unlabelled).to_numpy()  # an exercise's pipe bar is not drawn
+    ax.barh(positions[shown] + (thin / 2 + 0.01 if issue else 0), model.loc[shown, "pipe_us"], height=thin,
+            color=PALETTE[1], label="shared pipe: per request + 1 SM clock per wavefront")
     if issue:
         upper = (model["issue_upper_bound"].fillna(False).astype(bool) if "issue_upper_bound" in model
                  else pd.Series(False, index=model.index))
