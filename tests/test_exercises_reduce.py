@@ -471,6 +471,11 @@ def calls_kernel_depth(x, blocks, threads):
     return _bound(x, ex.kernel_depth(len(x), blocks, threads))  # the check's own depth, not worked out
 
 
+def calls_filled_blocks(x, blocks, threads):  # the check's public helper for the atomics, not worked out
+    depth = _per_thread(x, blocks, threads) - 1 + int(math.log2(threads))
+    return _bound(x, depth + ex.filled_blocks(len(x), blocks, threads) - 1)
+
+
 def calls_solution_tolerance(x, blocks, threads):
     from gpu_lessons.exercises import reduce as exercises  # an import inside the function
 
@@ -526,6 +531,11 @@ def typed_constants(n, fits):
 def lesson_model_times(n, fits):
     table = fits.loc[["vec4_last_block"]].reset_index()
     return float(ex.lesson.model_times(table, [n])["value"].iloc[0])  # the lesson's own line, not written
+
+
+def lesson_model_curves(n, fits):  # model_times' twin: the same line as GB/s, turned back into a time
+    curve = ex.lesson.model_curves(fits.loc[["vec4_last_block"]].reset_index(), [n])
+    return float(curve["x"].iloc[0] / curve["value"].iloc[0] / 1e3)
 
 
 def calls_solution_predicted_time(n, fits):
@@ -673,6 +683,52 @@ SOLUTIONS = [
     (ex.check_tolerance, _same_code(ex.solution_tolerance)),
     (ex.check_predicted_time, _same_code(ex.solution_predicted_time)),
 ]
+
+@cuda.jit
+def serial_thread0(x, out):  # the first warp shuffles a dummy 0; thread 0 adds the warp sums in a loop
+    warp_sums = cuda.shared.array(32, float32)
+    tid = cuda.threadIdx.x
+    i = cuda.blockIdx.x * cuda.blockDim.x * 2 + tid
+    stride = cuda.blockDim.x * 2 * cuda.gridDim.x
+    value = float32(0)
+    while i < x.size:
+        value += x[i]
+        if i + cuda.blockDim.x < x.size:
+            value += x[i + cuda.blockDim.x]
+        i += stride
+    value = k.warp_reduce_sum(value)
+    if tid % 32 == 0:
+        warp_sums[tid // 32] = value
+    cuda.syncthreads()
+    if tid < 32:
+        total = k.warp_reduce_sum(float32(0))  # shuffles made, nothing carried
+        if tid == 0:
+            for j in range((cuda.blockDim.x + 31) // 32):
+                total += warp_sums[j]
+            cuda.atomic.add(out, 0, total)
+
+
+@cuda.jit
+def one_load_loop(x, out):  # one element a step, stride blockDim.x * gridDim.x: the text allows it
+    warp_sums = cuda.shared.array(32, float32)
+    tid = cuda.threadIdx.x
+    i = cuda.blockIdx.x * cuda.blockDim.x + tid
+    stride = cuda.blockDim.x * cuda.gridDim.x
+    value = float32(0)
+    while i < x.size:
+        value += x[i]
+        i += stride
+    value = k.warp_reduce_sum(value)
+    if tid % 32 == 0:
+        warp_sums[tid // 32] = value
+    cuda.syncthreads()
+    value = warp_sums[tid] if tid < (cuda.blockDim.x + 31) // 32 else float32(0)
+    if tid < 32:
+        value = k.warp_reduce_sum(value)
+        if tid == 0:
+            cuda.atomic.add(out, 0, value)
+
+
 WRONG_ANSWERS = [
     (ex.check_half_sums, whole_warp),
     (ex.check_half_sums, shuffle_down_halves),
@@ -696,6 +752,7 @@ WRONG_ANSWERS = [
     (ex.check_reduce_sum, skips_last_warp),
     (ex.check_reduce_sum, thread_zero_loops),
     (ex.check_reduce_sum, first_thread_adds_warp_sums),
+    (ex.check_reduce_sum, serial_thread0),
     (ex.check_reduce_sum, barrier_before_writes),
     (ex.check_reduce_sum, barrier_only_at_the_start),
     (ex.check_reduce_sum, calls_solution_reduce_sum),
@@ -714,6 +771,7 @@ WRONG_ANSWERS = [
     (ex.check_tolerance, depth_plus_two),
     (ex.check_tolerance, every_blocks_atomic),
     (ex.check_tolerance, calls_kernel_depth),
+    (ex.check_tolerance, calls_filled_blocks),
     (ex.check_tolerance, calls_solution_tolerance),
     (ex.check_tolerance, aliased_solution_tolerance),
     (ex.check_predicted_time, datasheet_bandwidth),
@@ -725,6 +783,7 @@ WRONG_ANSWERS = [
     (ex.check_predicted_time, grid_sweep_best),
     (ex.check_predicted_time, typed_constants),
     (ex.check_predicted_time, lesson_model_times),
+    (ex.check_predicted_time, lesson_model_curves),
     (ex.check_predicted_time, calls_solution_predicted_time),
 ]
 
@@ -846,6 +905,8 @@ def test_calling_a_solution_or_helper_answers_no_exercise():
         message = ex.check_tolerance(answer).message
         assert "solution_tolerance" in message and "work it out" in message, message
     assert "kernel_depth" in ex.check_tolerance(calls_kernel_depth).message
+    message = ex.check_tolerance(calls_filled_blocks).message
+    assert "filled_blocks" in message and "work it out" in message, message
     message = ex.check_predicted_time(calls_solution_predicted_time).message
     assert "solution_predicted_time" in message and "work it out" in message, message
 
@@ -857,6 +918,7 @@ def test_a_wrong_prediction_gets_a_true_hint():
     assert "KeyError" in ex.check_predicted_time(measured_median).message
     assert "not typed in" in ex.check_predicted_time(typed_constants).message
     assert "model_times" in ex.check_predicted_time(lesson_model_times).message
+    assert "model_curves" in ex.check_predicted_time(lesson_model_curves).message
     for answer in (typed_constants, datasheet_bandwidth, cupy_fit):  # no expected time printed
         assert "the measured median is" not in ex.check_predicted_time(answer).message
 
@@ -905,3 +967,12 @@ def test_only_the_filled_blocks_atomics_count():
     message = ex.check_tolerance(every_blocks_atomic).message
     assert "adds 0.0 to out[0], which is exact" in message, message
     assert "depth is" not in message and "d u =" not in message, message
+
+
+def test_the_block_sum_must_come_through_the_first_warps_shuffles():
+    message = ex.check_reduce_sum(serial_thread0).message
+    assert "does not come through them" in message and "first warp" in message, message
+
+
+def test_one_load_a_step_is_a_grid_stride_loop_too():
+    assert ex.check_reduce_sum(one_load_loop).passed  # the text: two loads a step, or one

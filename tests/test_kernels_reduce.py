@@ -105,13 +105,22 @@ def test_a_strided_device_view_is_refused_by_every_variant():
 
 def test_error_bound_grows_with_depth():
     x = np.random.default_rng().random(10_000, dtype=np.float32)
-    assert k.addition_depth("atomic_per_element", x.size) == x.size  # one long chain
+    # Only additions that can round: not an add onto 0 (a register or out[0] starting at 0), not an
+    # empty block's atomic (it adds 0.0).
+    assert k.addition_depth("atomic_per_element", x.size) == x.size - 1  # one chain, the first onto 0
     blocks = -(-x.size // k.BLOCK)
-    assert k.addition_depth("tree_sequential", x.size) == 1 + 8 + blocks  # load, tree, atomics
+    assert k.addition_depth("tree_sequential", x.size) == 0 + 8 + blocks - 1  # tree, atomics
+    assert k.addition_depth("tree_first_add", x.size) == 1 + 8 + -(-x.size // 512) - 1
+    assert k.addition_depth("grid_stride", 2**28, 1056) == 993 - 1 + 8 + 1056 - 1
+    assert k.addition_depth("grid_stride", 2**20, 4096) == 2 - 1 + 8 + 2048 - 1  # 2,048 it needs
     assert k.error_bound(x, "atomic_per_element") > 100 * k.error_bound(x, "tree_sequential")
     assert k.addition_depth("vec4", 1) == 0 and k.error_bound(x[:1], "vec4") == 0
-    assert k.addition_depth("vec4_u2", x.size, 4) == k.addition_depth("vec4", x.size, 4)
-    assert k.tiles_depth(x.size, 2) == 8 + 20 + (1 + 2 + 8)  # tree, 20 tiles per block, the merge
+    # vec4 at 2^28 on 1,056 blocks: thread 0 loads 249 float4 (62 full rounds of 4, one left over): a
+    # round's 2 roundings, 61 more rounds, the partial round, (a0 + a1) + (a2 + a3); tree; 1,055 atomics
+    assert k.addition_depth("vec4", 2**28, 1056) == 2 + 61 + 1 + 2 + 8 + 1055
+    assert k.addition_depth("vec4_u2", 2**28, 1056) == 1 + 123 + 1 + 2 + 8 + 1055  # 124 rounds of 2
+    assert k.addition_depth("vec4_last_block", 2**28, 1056) == 66 + 8 + (2 + 1 + 8)  # 5 partials each
+    assert k.tiles_depth(x.size, 2) == 8 + 19 + (0 + 1)  # tree, 20 tiles per block onto 0, the merge
     assert k.gamma(2**24) == np.inf and np.isfinite(k.gamma(2**24 - 1))
 
 

@@ -244,9 +244,11 @@ def test_readers_name_what_an_older_recording_lacks(recorded):
 
 def test_float_table_says_when_there_is_no_bound(recorded, result):
     table = lesson.float_table(recorded).set_index(["size", "variant"])
-    atomic = table.loc[(2**24, "atomic_per_element")]
+    atomic = table.loc[(2**24, "atomic_per_element")]  # 2^24 - 1 additions that can round, not 2^24
+    assert atomic["depth"] == 2**24 - 1 and atomic["bound"] == "none (gamma_d >= 1)"
+    assert math.isnan(atomic["error_over_bound"])  # not 0.0: a bound of sum|x| or more says nothing
+    atomic = table.loc[(2**28, "atomic_per_element")]
     assert atomic["bound"] == "none (d u >= 1)" and atomic["error_bound"] == math.inf
-    assert math.isnan(atomic["error_over_bound"])  # not 0.0: there is no bound to be a fraction of
     chain = table.loc[(2**24, "sequential float32 (cumsum)")]  # 2^24 - 1 adds: gamma_d is 1.7e7, finite
     assert chain["bound"] == "none (gamma_d >= 1)" and math.isnan(chain["error_over_bound"])
     cub = table.loc[(2**24, lesson.CUPY)]
@@ -262,7 +264,8 @@ def test_float_table_says_when_there_is_no_bound(recorded, result):
     filled = lesson.float_table(before).set_index(["size", "variant"]).loc[(2**28, "vec4_last_block")]
     assert filled["blocks"] == 1056 and filled["blocks_source"].startswith("8 blocks/SM x 132 SMs")
     new = lesson.float_table(result).set_index("variant")
-    assert new.loc["atomic_per_element", "bound"] == "none (d u >= 1)"
+    assert new.loc["atomic_per_element", "depth"] == 2**24 - 1  # today's strict count, not the row's 2^24
+    assert new.loc["atomic_per_element", "bound"] == "none (gamma_d >= 1)"  # finite, but says nothing
     assert new.loc["vec4_last_block", "blocks_source"] == "recorded"
     assert new.loc[lesson.CUPY, "bound"].startswith("not derived")
 

@@ -183,6 +183,47 @@ def _silenced_shuffles():
         warp._shuffle = original
 
 
+@contextmanager
+def _silenced_block_level():
+    """In a simulated launch each thread's shuffles after its first WARP_LEVEL_SHUFFLES (the warp level)
+    deliver 0: the first warp's block-level shuffles bring nothing. A block sum still right then did not
+    come through them."""
+    from ..sim import install, warp
+
+    install()
+    original = warp._shuffle
+    counts: dict = {}
+    lock = threading.Lock()
+
+    def shuffle(kind, mask, value, b):
+        result = original(kind, mask, value, b)
+        thread = scheduler.current_thread()
+        key = (tuple(thread.blockIdx), tuple(thread.threadIdx))
+        with lock:
+            counts[key] = counts.get(key, 0) + 1
+            late = counts[key] > WARP_LEVEL_SHUFFLES
+        return type(result)(0) if late else result
+
+    warp._shuffle = shuffle
+    try:
+        yield
+    finally:
+        warp._shuffle = original
+
+
+def _block_sum_skips_first_warp(kernel) -> bool:
+    """Whether the kernel's sum is still right when the first warp's block-level shuffles deliver 0
+    (every warp holds data, so the right answer needs the other warps' sums to arrive by shuffle)."""
+    x = np.arange(1, SUM_BLOCKS * SUM_BLOCK * 2 + 1, dtype=np.float32)  # every warp's sum differs from 0
+    out = np.zeros(1, np.float32)
+    try:
+        with _silenced_block_level():
+            trace.simulate(kernel, SUM_BLOCKS, SUM_BLOCK, x, out)
+    except Exception:  # noqa: BLE001 - a kernel that cannot run on zeros did use what its shuffles brought
+        return False
+    return float(out[0]) == float(np.sum(x, dtype=np.float64))
+
+
 def _right_without_shuffles(kernel, x, exact, bound) -> bool:
     """Whether every lane still holds its half's sum when every shuffle delivers 0."""
     out = np.full(WARP_BLOCK, np.nan, np.float32)
@@ -410,6 +451,11 @@ def check_reduce_sum(kernel) -> object:
                                   f"wrong with {OTHER_BLOCKS} blocks of {OTHER_BLOCK} threads (n={n}): are "
                                   "sizes written in? The block's threads, warps and the grid's stride come "
                                   "from blockDim.x and gridDim.x")
+        if _block_sum_skips_first_warp(kernel):
+            return report(name, False, "the sums are right, and stay right when the first warp's block-level "
+                          "shuffles deliver 0: the block's sum does not come through them. After the "
+                          "barrier, the first warp loads the warp sums and adds them with warp_reduce_sum, "
+                          "not one thread in a loop")
         sizes = ", ".join(map(str, (COUNT_SIZE, *SUM_SIZES)))
         return report(name, True, f"sums of {sizes} elements with {SUM_BLOCKS} blocks of {SUM_BLOCK} threads "
                       f"match float64 NumPy, with one atomic per block; so do {OTHER_BLOCKS} blocks of "
@@ -518,7 +564,7 @@ def check_tolerance(tolerance) -> object:
     name = "exercise 3 (a derived tolerance)"
 
     def attempt():
-        refused = _calls_an_answer(tolerance, (kernel_depth,))
+        refused = _calls_an_answer(tolerance, (kernel_depth, filled_blocks))
         if refused:
             return report(name, False, refused)
         rng = np.random.default_rng()
@@ -708,9 +754,10 @@ def check_predicted_time(predicted_us, result=None) -> object:
     name = "exercise 4 (predict a time)"
 
     def attempt():
-        if reaches(predicted_us, lesson.model_times):
-            return report(name, False, "your function calls the lesson's model_times, which draws the fitted "
-                          "lines: the exercise is to write the model yourself, from t0 and BW")
+        for drawn in (lesson.model_times, lesson.model_curves):
+            if reaches(predicted_us, drawn):
+                return report(name, False, f"your function calls the lesson's {drawn.__name__}, which draws "
+                              "the fitted lines: the exercise is to write the model yourself, from t0 and BW")
         refused = _calls_an_answer(predicted_us, (_model_us,))
         if refused:
             return report(name, False, refused)

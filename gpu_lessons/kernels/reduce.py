@@ -774,25 +774,56 @@ def reduce_sum(x, name: str = "vec4_last_block", blocks: int | None = None) -> n
 UNIT_ROUNDOFF = 2.0**-24  # float32: round to nearest, 24-bit significand
 
 
+def _lane_depth(groups: int, unroll: int, tail: bool) -> int:
+    """Roundings in one lane of vec4_thread_sum (unroll 4) or vec4_thread_sum_u2 (unroll 2), or of
+    fixed_order_sum (unroll 4, no tail), for the thread that sees ``groups`` loads: a full round adds
+    its loads pairwise (log2 unroll roundings) and then onto the lane's sum, which starts at 0 (the
+    first round's add is exact); the partial round and the tail add onto it once each."""
+    full, rest = divmod(groups, unroll)
+    inner = int(math.log2(unroll))
+    if full:
+        return inner + (full - 1) + (rest > 0) + tail
+    partial = max(rest - 1, 0) if unroll == 4 else 0  # (p + q) + r: one rounding per partner
+    return partial + (tail and rest > 0)
+
+
+def _merge_depth(name: str, n: int, grid: int) -> int:
+    """The merge of the block sums: float atomics onto out[0] = 0 (a chain over the blocks that hold
+    elements; the first lands on 0, exact), or fixed_order_sum over the partials (nothing with 1)."""
+    v = variant(name)
+    if v.atomic:
+        if v.vector:  # block b's first float4 is group b * BLOCK (the n % 4 tail is block 0's)
+            held = -(-(n // 4) // BLOCK)
+        else:
+            held = -(-n // (2 * BLOCK if v.grid_stride else elements_per_block_step(name)))
+        filled = min(grid, max(1, held))  # a block past the end adds 0.0: exact
+        return filled - 1
+    if grid == 1:
+        return 0
+    return _lane_depth(-(-grid // BLOCK), 4, False) + math.ceil(math.log2(min(grid, BLOCK)))
+
+
 def addition_depth(name: str, n: int, blocks: int | None = None) -> int:
     """The most roundings any element's contribution can go through in this variant's order of
-    additions (the depth of its addition tree): per-thread chain + block tree + block merge."""
+    additions (the depth of its addition tree), counting only additions that can round: not an add
+    onto 0 (a register or out[0] that starts at 0) and not an empty block's atomic (it adds 0.0).
+    Per-thread chain + a full block's tree (log2 BLOCK levels) + the merge of the blocks."""
     if n <= 1:
         return 0
     grid = blocks_for(name, n, blocks)
     log_block = int(math.log2(BLOCK))
     if name == "atomic_per_element":
-        return n  # one chain through every element, in whatever order the atomics land
+        return n - 1  # one chain through every element, onto out[0] = 0, in whatever order they land
     v = variant(name)
     if not v.grid_stride:
-        chain = v.elements_per_thread  # the add during the load
+        chain = v.elements_per_thread - 1  # tree_first_add's add during the load
     elif v.vector:
-        rounds = -(-n // (grid * BLOCK * 4))  # float4 groups one lane of a thread sees
-        chain = rounds + 2 + 2  # (p + q) + (r + s) into the lane, then the 4 lanes + the tail
+        groups = -(-(n // 4) // (grid * BLOCK))  # float4 groups thread 0 loads (it also takes a tail)
+        unroll = 2 if name == "vec4_u2" else UNROLL
+        chain = _lane_depth(groups, unroll, n % 4 > 0) + 2  # then (a0 + a1) + (a2 + a3)
     else:
-        chain = -(-n // (grid * BLOCK))  # elements one thread adds
-    merge = grid if v.atomic else -(-grid // BLOCK) + 2 + log_block  # atomics: a chain of blocks
-    return chain + log_block + merge
+        chain = -(-n // (grid * BLOCK)) - 1  # elements one thread adds, the first onto 0
+    return chain + log_block + _merge_depth(name, n, grid)
 
 
 def error_bound(x: np.ndarray, name: str, blocks: int | None = None) -> float:
@@ -816,9 +847,11 @@ def tiles_depth(n: int, blocks: int) -> int:
     running sum over the block's tiles, and sum_partials' fixed-order merge of the partials."""
     log_block = int(math.log2(BLOCK))
     tiles_per_block = -(-max(n, 1) // (BLOCK * blocks))
-    return log_block + tiles_per_block + (-(-blocks // BLOCK) + 2 + log_block)
+    merge = 0 if blocks == 1 else (_lane_depth(-(-blocks // BLOCK), 4, False)
+                                   + math.ceil(math.log2(min(blocks, BLOCK))))
+    return log_block + (tiles_per_block - 1) + merge  # thread 0's running sum starts at 0
 
 
 def repeat_depth(reps: int) -> int:
     """Addition depth of one repeat_launch partial: the tree, then reps tree sums added in a chain."""
-    return int(math.log2(BLOCK)) + reps
+    return int(math.log2(BLOCK)) + reps - 1  # thread 0's running sum starts at 0

@@ -758,7 +758,7 @@ def _bound_status(row) -> str:
     if int(depth) * k.UNIT_ROUNDOFF >= 1:
         return "none (d u >= 1)"  # gamma_d is infinite
     if k.gamma(int(depth)) >= 1:
-        return "none (gamma_d >= 1)"  # a bound of sum|x| or more: it says nothing
+        return "none (gamma_d >= 1)"  # finite, but sum|x| or more: it says nothing
     return "derived"
 
 
@@ -766,19 +766,12 @@ def float_table(result: LessonResult) -> pd.DataFrame:
     """The floating-point experiment, one row per variant and size: runs, distinct bit patterns,
     relative error, the addition depth and derived bound, and error / bound. ``bound`` says which:
     'derived' (error_over_bound is a number), 'none (d u >= 1)' (the chain is 2^24 adds or longer:
-    gamma_d is infinite, no bound at all), 'none (gamma_d >= 1)' (2^23 adds or longer: a bound of
-    sum|x| or more, which says nothing) or 'not derived' (a library, or NumPy: order unknown here).
+    gamma_d is infinite, no bound at all), 'none (gamma_d >= 1)' (2^23 adds or longer, 2^24 - 1
+    included: a finite bound of sum|x| or more, which says nothing) or 'not derived' (a library, or NumPy:
+    order unknown here).
     ``blocks``: the grid each kernel ran with; a recording that did not keep it (before the grid was
     recorded) gets the grid its launches used, 8 blocks per SM on the recording's SM count."""
     frame = pd.DataFrame(result.evidence.fact("float"))
-    frame["bound"] = frame.apply(_bound_status, axis=1)
-    frame["error_bound"] = pd.to_numeric(frame["error_bound"], errors="coerce")
-    frame.loc[frame["bound"] == "none (d u >= 1)", "error_bound"] = math.inf
-    derived = frame["bound"] == "derived"
-    frame["error_over_bound"] = np.where(derived, frame["max_error"] / frame["error_bound"], np.nan)
-    bounded = frame["bound"] != "not derived (order unknown)"
-    frame["relative_bound"] = [k.gamma(int(d)) if ok else math.nan for d, ok in zip(frame["depth"], bounded,
-                                                                                  strict=True)]
     if "blocks" not in frame:
         frame["blocks"] = None
     sms = result.meta["sms"]
@@ -790,6 +783,23 @@ def float_table(result: LessonResult) -> pd.DataFrame:
     frame.loc[fill, "blocks"] = [k.blocks_for(v, int(n), sms * DEFAULT_BLOCKS_PER_SM) for v, n in launched]
     frame.loc[fill, "blocks_source"] = f"8 blocks/SM x {sms} SMs (as launched)"
     frame["blocks"] = frame["blocks"].astype("Int64")
+    # The depth and bound of our kernels from today's addition_depth (additions that can round only),
+    # not the recording's (which may have counted adds onto 0); x >= 0, so sum|x| = the exact sum.
+    frame["depth"] = frame["depth"].astype(object)
+    mine = frame.loc[ours]
+    frame.loc[ours, "depth"] = [k.addition_depth(v, int(n), int(b)) for v, n, b in
+                                zip(mine["variant"], mine["size"], mine["blocks"], strict=True)]
+    frame["error_bound"] = pd.to_numeric(frame["error_bound"], errors="coerce")
+    exact = frame["exact"] if "exact" in frame else frame["max_error"] / frame["relative_error"]
+    frame.loc[ours, "error_bound"] = [k.gamma(int(d)) * e for d, e in
+                                      zip(frame.loc[ours, "depth"], exact[ours], strict=True)]
+    frame["bound"] = frame.apply(_bound_status, axis=1)
+    frame.loc[frame["bound"] == "none (d u >= 1)", "error_bound"] = math.inf
+    derived = frame["bound"] == "derived"
+    frame["error_over_bound"] = np.where(derived, frame["max_error"] / frame["error_bound"], np.nan)
+    bounded = frame["bound"] != "not derived (order unknown)"
+    frame["relative_bound"] = [k.gamma(int(d)) if ok else math.nan for d, ok in zip(frame["depth"], bounded,
+                                                                                  strict=True)]
     columns = ["size", "variant", "provider", "runs", "distinct_results", "relative_error", "max_error",
                "depth", "error_bound", "relative_bound", "bound", "error_over_bound", "blocks",
                "blocks_source"]

@@ -274,7 +274,9 @@ def waves(table: pd.DataFrame, ceiling: float | None = None, provenance: str | N
 def tree_costs(model: pd.DataFrame, provenance: str | None = None) -> Figure:
     """The trees without atomics: SM cycles per tree beyond the same kernel without a tree (bars), per
     setting and blocks per SM, with the notes' rule (the executed paths counted from the source,
-    anchored on sequential) as a marker. ``model``: divergence_model(), the rows to draw."""
+    anchored on sequential) as a marker: what the rule predicts, not what ran (the compiler predicates
+    the tiles kernels' adds, so every warp issues every level).
+    ``model``: divergence_model(), the rows to draw."""
     groups = list(dict.fromkeys(zip(model["setting"], model["blocks_per_sm"], strict=True)))
     kinds = list(dict.fromkeys(model["kind"]))
     fig, ax = new_axes(None)
@@ -285,8 +287,8 @@ def tree_costs(model: pd.DataFrame, provenance: str | None = None) -> Figure:
         x = np.arange(len(groups)) + (i - (len(kinds) - 1) / 2) * width
         ax.bar(x, part["extra_cycles"], width=width * 0.92, color=PALETTE[i], label=f"{kind}: measured")
         ax.scatter(x, part["paths_model_cycles"], marker="_", s=260, linewidths=2.2, color="black", zorder=3,
-                   label="the notes' rule: cost in proportion to the add's warp instructions" if i == 0
-                   else None)
+                   label="the notes' rule on the source's branches (the compiler predicated them)"
+                   if i == 0 else None)
         for xi, value in zip(x, part["extra_cycles"], strict=True):
             if np.isfinite(value):
                 ax.annotate(f"{value:,.0f}", xy=(xi, value), xytext=(0, 3), textcoords="offset points",
@@ -294,22 +296,25 @@ def tree_costs(model: pd.DataFrame, provenance: str | None = None) -> Figure:
     ax.set_xticks(np.arange(len(groups)), [f"{s}, {b} block{'s' if b > 1 else ''}/SM" for s, b in groups])
     ax.axhline(0, color=STYLE["ceiling_color"], linewidth=0.8)
     finish(fig, ax, "Trees without atomics: what the tree itself costs",
-           "256-element tiles streamed from DRAM; the rule anchored on sequential",
+           "256-element tiles from DRAM; adds predicated: every warp issues every level",
            "SM cycles per tree (minus the kernel without it)", provenance)
     ax.legend(fontsize=STYLE["legend_size"], frameon=False, loc="upper center", ncols=2,
               bbox_to_anchor=(0.5, -0.16))
     costs = ", ".join(f"{r.kind} {r.extra_cycles:,.0f} (rule {r.paths_model_cycles:,.0f})"
                       for r in model.itertuples() if (r.setting, r.blocks_per_sm) == groups[-1])
     return with_alt(fig, "Grouped bars of the SM cycles each shared-memory tree adds per 256-element "
-                    "tile, for interleaved (divergent), strided-index (bank conflicts) and sequential "
-                    "addressing, at each occupancy, with a marker for what the notes' executed-paths rule "
-                    f"predicts. At {groups[-1][1]} blocks per SM: {costs}.")
+                    "tile, for interleaved (divergent in the source, predicated by the compiler), "
+                    "strided-index (bank conflicts) and sequential addressing, at each occupancy, with a "
+                    "marker for what the notes' executed-paths rule would predict had the source's branches "
+                    "been kept (they were not: every warp issues every level). "
+                    f"At {groups[-1][1]} blocks per SM: {costs}.")
 
 
 def float_errors(frame: pd.DataFrame, provenance: str | None = None,
                  variants: list[str] | None = None) -> Figure:
     """Relative error of each variant's sum (log scale) at each size, with its derived bound where
-    there is one (a black tick), 'no bound' where gamma_d >= 1 (a chain of 2^23 adds or more), and
+    there is one (a black tick), 'no bound' where d u >= 1, 'useless bound' where
+    gamma_d >= 1 only (a chain of 2^23 adds or more), and
     the number of distinct results over the runs. ``frame``: float_table(); ``variants``: which rows
     to draw, in order (default: all)."""
     if variants is not None:
@@ -339,8 +344,10 @@ def float_errors(frame: pd.DataFrame, provenance: str | None = None,
                         linestyle=":")  # from the bar to its own bound
                 right = max(right, row["relative_bound"])
                 note = f"error = {row['error_over_bound']:.1e} of the bound"
+            elif row["bound"] == "none (d u >= 1)":
+                note = "no bound (d u \u2265 1)"
             elif row["bound"].startswith("none"):
-                note = "no bound (gamma_d >= 1)"
+                note = "useless bound (\u03b3_d \u2265 1)"
             else:
                 note = "order unknown"
             ax.annotate(f"{int(row['distinct_results'])}/{int(row['runs'])} distinct; {note}",
