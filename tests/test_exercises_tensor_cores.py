@@ -802,3 +802,172 @@ def test_pipeline_sized_for_the_listed_counts_fails_on_the_drawn_count(monkeypat
     assert "3 tile(s)" not in result.message
     assert ex.check_pipeline(ex.solution_pipeline).passed
     assert set(ex.PIPELINE_RANDOM_TILES).isdisjoint(ex.PIPELINE_TILES) is True
+
+
+# ----------------------------------------------------------------------------- review R7c
+
+
+def _c_owner_by_getattr(row, col):  # the reviewer's: a name built at run time, invisible to reach
+    return getattr(ex, "solution_" + "c_owner")(row, col)
+
+
+def _c_owner_by_importlib(row, col):
+    import importlib
+
+    return importlib.import_module("gpu_lessons.exercises." + "tensor_cores").solution_c_owner(row, col)
+
+
+_OWNER_VECTORIZED = {}  # filled on first use: np.vectorize of the check's own answer, held in a table
+
+
+def _c_owner_by_vectorized_helper(row, col):
+    owner = _OWNER_VECTORIZED.setdefault("f", np.vectorize(getattr(ex, "_accumulator" + "_owner")))
+    return owner(row, col)
+
+
+def _c_owner_hiding_the_refusal(row, col):  # the call raises; the learner's code swallows it
+    try:
+        return getattr(ex, "solution_" + "c_owner")(row, col)
+    except Exception:  # noqa: BLE001 - the point of the test
+        return 0, 0, 0, 0
+
+
+def _per_slab_by_getattr(wm, wn):
+    return getattr(ex, "solution_" + "per_slab")(wm, wn)
+
+
+def _per_slab_by_counting_helper(wm, wn):
+    count = np.vectorize(getattr(ex, "_counted" + "_per_slab"))
+    return count(wm, wn)
+
+
+def _issue_time_by_getattr(*args):
+    return getattr(ex, "solution_issue_" + "time")(*args)
+
+
+def _issue_time_through_globals(base_us, n0, p0, n1, p1):  # lesson.issue_time held under another name
+    identity = globals()["_IDENTITY"]
+    return base_us * identity(n1, p1, 1, 1) / identity(n0, p0, 1, 1)
+
+
+_IDENTITY = lesson.issue_time
+
+
+@pytest.mark.parametrize("check, answer, what", [
+    (ex.check_c_owner, _c_owner_by_getattr, "the reference solution solution_c_owner"),
+    (ex.check_c_owner, _c_owner_by_importlib, "the reference solution solution_c_owner"),
+    (ex.check_c_owner, _c_owner_by_vectorized_helper, "exercises._accumulator_owner"),
+    (ex.check_c_owner, _c_owner_hiding_the_refusal, "the reference solution solution_c_owner"),
+    (ex.check_per_slab, _per_slab_by_getattr, "the reference solution solution_per_slab"),
+    (ex.check_per_slab, _per_slab_by_counting_helper, "exercises._counted_per_slab"),
+    (ex.check_issue_time, _issue_time_by_getattr, "the reference solution solution_issue_time"),
+    (ex.check_issue_time, _issue_time_through_globals, "lesson.issue_time"),
+])
+def test_indirect_call_is_refused_while_the_check_runs(check, answer, what):
+    """A call the static check cannot see (getattr with a built name, importlib, np.vectorize of a helper,
+    a helper under another global name) is refused when the check runs the function, named, with no
+    element compared; the helpers work again afterwards, and the solution still passes."""
+    result = check(answer)
+    assert not result.passed
+    assert what in result.message and "work it out yourself" in result.message, result.message
+    assert "while it ran" in result.message or "when the check ran it" in result.message, result.message
+    assert "you say" not in result.message and "you compute" not in result.message, result.message
+    assert ex._accumulator_owner(17, 9) == ex.solution_c_owner(17, 9)
+    assert ex._counted_per_slab(64, 64) == ex.solution_per_slab(64, 64)
+    assert lesson.issue_time(1e8, 50.0, 1, 1) > 0 and c_fragment(5)
+    assert not ex._REFUSING
+    solution = {ex.check_c_owner: ex.solution_c_owner, ex.check_per_slab: ex.solution_per_slab,
+                ex.check_issue_time: ex.solution_issue_time}[check]
+    assert check(solution).passed
+
+
+@cuda.jit
+def pipeline_wait_chosen_by_tile_count(x, y, tiles):  # the reviewer's: right up to 8 tiles, races above
+    smem = cuda.shared.array(3 * 128, float32)
+    t = cuda.threadIdx.x
+    for q in range(12):
+        smem[12 * t + q] = math.nan
+    cuda.syncthreads()
+    for s in range(2):
+        if s < tiles:
+            ptx.cp_async16(smem, 128 * s + 4 * t, x, 128 * s + 4 * t, 16)
+        ptx.cp_async_commit_group()
+    for tile in range(tiles):
+        ptx.cp_async_wait_group(1 if tiles <= 8 else 2)
+        cuda.syncthreads()
+        ahead = tile + 2
+        if ahead < tiles:
+            ptx.cp_async16(smem, 128 * (ahead % 3) + 4 * t, x, 128 * ahead + 4 * t, 16)
+        ptx.cp_async_commit_group()
+        base = 128 * (tile % 3)
+        for q in range(4):
+            y[128 * tile + 4 * t + q] = smem[base + 127 - 4 * t - q]
+
+
+def test_pipeline_wait_chosen_by_tile_count_fails_at_9_tiles():
+    """Exercise 5: 9 tiles are among the fixed counts, so a wait right only up to 8 tiles fails there."""
+    assert 9 in ex.PIPELINE_TILES
+    result = ex.check_pipeline(pipeline_wait_chosen_by_tile_count)
+    assert not result.passed
+    assert result.message.startswith("9 tile(s)"), result.message
+    assert "reads bytes that lane" in result.message, result.message
+    assert "cp_async_wait_group(" not in result.message and "wait_group(1)" not in result.message
+
+
+def test_no_output_before_the_exercises_prints_exercise_5s_wait():
+    """Section 5 prints the generated loop at another depth than exercise 5's (4 stages against 3), so
+    exercise 5's two lines do not stand in an earlier cell."""
+    import json
+    from pathlib import Path
+
+    cells = json.loads((Path(__file__).parents[1] / "notebooks" / NOTEBOOK).read_text())["cells"]
+    first_exercise = next(i for i, c in enumerate(cells) if "exercise" in c["metadata"].get("tags", []))
+    shown = "".join("".join(o.get("text", "")) for c in cells[:first_exercise] for o in c.get("outputs", []))
+    shown += "".join("".join(c["source"]) for c in cells[:first_exercise])
+    assert "cp_async_wait_group(2)" in shown  # section 5's loop, 4 stages
+    assert "cp_async_wait_group(1)" not in shown and "ahead = tile + u2" not in shown
+
+
+@cuda.jit
+def copies_one_float4_off(x, y):  # the reviewer's: the destination shifted by one float4
+    tile = cuda.shared.array(128, float32)
+    t = cuda.threadIdx.x
+    for q in range(4):
+        tile[4 * t + q] = math.nan
+    cuda.syncthreads()
+    if t < 31:
+        ptx.cp_async16(tile, 4 * t + 4, x, 4 * t, 16)
+    ptx.cp_async_commit_group()
+    ptx.cp_async_wait_group(0)
+    cuda.syncthreads()
+    for q in range(4):
+        y[4 * t + q] = tile[127 - 4 * t - q]
+
+
+def test_shifted_destination_is_named():
+    result = ex.check_cp_async_tile(copies_one_float4_off)
+    assert not result.passed
+    assert "lane 0's cp.async wrote tile[4 .. 7]" in result.message and "destination" in result.message
+    assert "Hint (section 5)" not in result.message, result.message
+
+
+@cuda.jit
+def mma_stores_d1_d2_swapped(a, bt, d):  # the reviewer's: the right MMA, d1 and d2 in each other's place
+    lane = cuda.threadIdx.x
+    g, t = lane // 4, lane % 4
+    a0, a1 = ptx.cvt_rna_tf32(a[g, t]), ptx.cvt_rna_tf32(a[g + 8, t])
+    a2, a3 = ptx.cvt_rna_tf32(a[g, t + 4]), ptx.cvt_rna_tf32(a[g + 8, t + 4])
+    b0, b1 = ptx.cvt_rna_tf32(bt[g, t]), ptx.cvt_rna_tf32(bt[g, t + 4])
+    zero = float32(0)
+    d0, d1, d2, d3 = ptx.mma_tf32(a0, a1, a2, a3, b0, b1, zero, zero, zero, zero)
+    d[g, 2 * t] = d0
+    d[g, 2 * t + 1] = d2
+    d[g + 8, 2 * t] = d1
+    d[g + 8, 2 * t + 1] = d3
+
+
+def test_swapped_stores_are_named():
+    result = ex.check_mma_rounded(mma_stores_d1_d2_swapped)
+    assert not result.passed
+    assert "not each in its place" in result.message and "stores d0..d3" in result.message, result.message
+    assert "fragments" not in result.message

@@ -18,13 +18,19 @@
    kernel, within 2%), and on made-up pairs of other GPUs (their durations made up from the same identity,
    time = instructions / issue rate). Calling the lesson's issue_time or a reference solution is refused.
 5. A 3-stage cp.async pipeline's loop: the wait and the barrier; checked as exercise 2 on several
-   tile counts (1, 2, 5, 7 and one drawn at random from 3, 4, 6, 8), and the simulator's log must
+   tile counts (1, 2, 5, 7, 9 and one drawn at random from 3, 4, 6, 8), and the simulator's log must
    show, for every lane, one of its copies still in flight after each of its waits but the last (a wait
    for everything at any tile but the last fails).
 6. cvt.rna: one warp's MMA D = A B^T (B given transposed), A and B rounded to TF32, not cut; the
    values stored in D must be those the simulated MMA returned (bit for bit: a product summed by the
    lanes' own FMAs beside a token MMA fails), and the result is held to the rounded product within
    the MMA's sums (a cut one is 100s of times further).
+
+Exercises 1, 3 and 4 refuse a function that calls a course helper which gives the answer, or a reference
+solution: found in its code (``reach.reaches``), or, for a call reach cannot see (getattr with a built
+name, importlib, ``np.vectorize(helper)``, a helper under another name), when the check runs it (the
+helpers' code swapped for a stub that raises ``Refused`` meanwhile). A table filled from a helper before
+the check runs is not caught.
 """
 
 from __future__ import annotations
@@ -74,6 +80,53 @@ def _calls_a_helper(function, helpers) -> str:
     return ""
 
 
+class Refused(Exception):
+    """Raised by a course helper or a reference solution called while a check runs the learner's function."""
+
+
+_REFUSING: dict[str, str] = {}  # a stub's code name -> the refusal it raises
+_REFUSED: list[str] = []  # the refusals raised while a check ran (a learner's try/except does not hide one)
+
+
+def _stub(*args, **kwargs):  # its code replaces a helper's while the learner's function runs
+    raise __import__("gpu_lessons.exercises.tensor_cores", fromlist=["_refuse"])._refuse(
+        __import__("sys")._getframe(0).f_code.co_name)
+
+
+def _refuse(key: str) -> Refused:
+    _REFUSED.append(_REFUSING[key])
+    return Refused(_REFUSING[key])
+
+
+def _run_refusing(function, helpers, *args):
+    """``function(*args)`` with each of ``helpers`` ((object, its name, what it does) triples) and each
+    reference solution (but ``function`` itself) made to raise ``Refused`` if called: the static check
+    (``reach.reaches``) does not see a call through getattr, importlib or ``globals()``, or through a
+    helper held by another object (``np.vectorize(helper)``). Their code is swapped, not their names, so
+    a reference taken before the check is caught too; restored afterwards. A table filled from a helper
+    before the check ran cannot be caught."""
+    own = getattr(function, "py_func", function)
+    solutions = [(solution, f"the reference solution {solution.__name__}", "is the answer") for solution in
+                 answers(sys.modules[__name__]) if not hasattr(solution, "py_func") and solution is not own]
+    swapped = []
+    try:
+        for number, (helper, what, does) in enumerate([*solutions, *helpers]):
+            key = f"refused_{number}_{helper.__name__}"
+            _REFUSING[key] = (f"your function calls {what}, which {does} (found when the check ran it): the "
+                              "exercise is to work it out yourself")
+            swapped.append((helper, helper.__code__))
+            helper.__code__ = _stub.__code__.replace(co_name=key)
+        del _REFUSED[:]
+        got = function(*args)
+        if _REFUSED:  # raised inside and caught by the learner's code
+            raise Refused(_REFUSED[0])
+        return got
+    finally:
+        for helper, code in reversed(swapped):
+            helper.__code__ = code
+        _REFUSING.clear()
+
+
 def _c_owner_helpers() -> list:
     looks_up = "looks the owner up for you"
     return [(_accumulator_owner, "exercises._accumulator_owner (the check's own answer)", looks_up),
@@ -100,9 +153,12 @@ def check_c_owner(c_owner) -> object:
         rows = np.array([cells[k][0] for k in order], np.int64)
         cols = np.array([cells[k][1] for k in order], np.int64)
         try:
-            got = c_owner(rows, cols)
+            got = _run_refusing(c_owner, _c_owner_helpers(), rows, cols)
         except NotImplementedError:
             raise
+        except Refused as refusal:
+            return report(name, False, f"{refusal}, from g = lane // 4, t = lane % 4 and the tiling, in "
+                                       "arithmetic")
         except Exception as error:  # noqa: BLE001 - scalar-only code meets arrays: say how to fix it
             return report(name, False, f"the check calls c_owner(rows, cols) with NumPy arrays of all "
                                        f"{len(cells):,} elements, and your code raised "
@@ -201,6 +257,16 @@ COPY_HINT = ("Hint (section 5): a cp.async copy is in flight until a wait covers
              "comes after that wait")
 
 
+def _misplaced(log) -> str:
+    """'' or a hint naming the first lane whose cp.async did not write its own 16 bytes of the tile."""
+    for lane, offset, size, _ in sorted(log.issued):
+        if offset != 16 * lane:
+            first, last = offset // 4, (offset + size) // 4 - 1
+            return (f"Hint: lane {lane}'s cp.async wrote tile[{first} .. {last}], not its own "
+                    f"tile[{4 * lane} .. {4 * lane + 3}]: check the copy's destination index")
+    return ""
+
+
 def check_cp_async_tile(kernel) -> object:
     """``kernel(x, y)``, one block of 32 threads: y[i] = x[127 - i], x staged in shared memory by cp.async."""
     name = "exercise 2 (a tile through shared memory with cp.async)"
@@ -217,7 +283,7 @@ def check_cp_async_tile(kernel) -> object:
             if len(wrong):
                 i = int(wrong[0])
                 return report(name, False, f"{where}{len(wrong)} of {TILE_FLOATS} outputs wrong; y[{i}] is "
-                                           f"{_seen(y[i])}. {COPY_HINT}")
+                                           f"{_seen(y[i])}. {_misplaced(log) or COPY_HINT}")
         missing = set(range(4 * TILE_FLOATS)) - log.landed_bytes()
         if missing:
             how = "no cp.async was issued" if not log.issued else f"{len(log.issued)} cp.async issued"
@@ -297,18 +363,21 @@ def check_per_slab(per_slab) -> object:
 
     def attempt():
         counts = "counts the generated kernel for you"
-        refused = _calls_a_helper(per_slab, [
+        helpers = [
             (_counted_per_slab, "exercises._counted_per_slab (the check's own count)", counts),
-            (tc_codegen.kernel_source, "the generator's kernel_source (the code the check counts)", counts)])
+            (tc_codegen.kernel_source, "the generator's kernel_source (the code the check counts)", counts)]
+        refused = _calls_a_helper(per_slab, helpers)
+        tiling = "from the tiling: MMA tiles of 16x8, slabs two k-steps deep"
         if refused:
-            return report(name, False, f"{refused}, from the tiling: MMA tiles of 16x8, slabs two k-steps "
-                                       "deep")
+            return report(name, False, f"{refused}, {tiling}")
         wms = np.array([wm for wm, _ in SLAB_TILES], np.int64)
         wns = np.array([wn for _, wn in SLAB_TILES], np.int64)
         try:
-            got = per_slab(wms, wns)
+            got = _run_refusing(per_slab, helpers, wms, wns)
         except NotImplementedError:
             raise
+        except Refused as refusal:
+            return report(name, False, f"{refusal}, {tiling}")
         except Exception as error:  # noqa: BLE001 - scalar-only code meets arrays: say how to fix it
             return report(name, False, f"the check calls per_slab(wm, wn) with NumPy arrays of {len(wms)} "
                                        f"tiles, and your code raised {type(error).__name__}: {error}. Count "
@@ -331,10 +400,12 @@ def check_per_slab(per_slab) -> object:
                   "and not listed in the text,")
         wm, wn = _random_slab_tile()
         try:
-            got = per_slab(np.array([wm], np.int64), np.array([wn], np.int64))
+            got = _run_refusing(per_slab, helpers, np.array([wm], np.int64), np.array([wn], np.int64))
             mine = tuple(int(np.ravel(np.asarray(v))[0]) for v in got)
         except NotImplementedError:
             raise
+        except Refused as refusal:
+            return report(name, False, f"{refusal}, {tiling}")
         except Exception as error:  # noqa: BLE001 - a table of the five tiles meets a sixth
             return report(name, False, f"the five listed tiles are right, but {hidden} your code raised "
                                        f"{type(error).__name__}: the counts must follow from wm and wn, not "
@@ -394,16 +465,20 @@ def check_issue_time(predicted_us) -> object:
 
     def attempt():
         model = "computes the duration from the counters for you"
-        refused = _calls_a_helper(predicted_us, [
+        helpers = [
             (lesson.issue_time, "the course's lesson.issue_time (section 7's identity)", model),
             (lesson.issue_time_model, "the course's lesson.issue_time_model (the recorded durations)",
              "looks the measured durations up"),
-            (_cases, "exercises._cases (the check's own cases)", "holds the answers")])
+            (_cases, "exercises._cases (the check's own cases)", "holds the answers")]
+        refused = _calls_a_helper(predicted_us, helpers)
         if refused:
             return report(name, False, f"{refused}, as a ratio of the two kernels' counters")
         cases = _cases(lessons.load(lesson.NAME, live=False))
         for label, base_us, n0, p0, n1, p1, expected in cases:
-            got = predicted_us(base_us, n0, p0, n1, p1)
+            try:
+                got = _run_refusing(predicted_us, helpers, base_us, n0, p0, n1, p1)
+            except Refused as refusal:
+                return report(name, False, f"{refusal}, as a ratio of the two kernels' counters")
             try:
                 value = float(got)
             except (TypeError, ValueError):
@@ -428,8 +503,8 @@ def solution_issue_time(base_us, base_instructions, base_issue_pct, instructions
 # ----------------------------------------------------------------------------- exercise 5
 
 PIPELINE_STAGES = 3
-PIPELINE_TILES = (1, 2, 5, 7)  # tile counts the check runs, and one more drawn at random from those of
-PIPELINE_RANDOM_TILES = tuple(n for n in range(3, 9) if n not in PIPELINE_TILES)  # 3..8 not run already
+PIPELINE_TILES = (1, 2, 5, 7, 9)  # tile counts the check runs (9: a wait chosen by `tiles <= 8` fails),
+PIPELINE_RANDOM_TILES = tuple(n for n in range(3, 9) if n not in PIPELINE_TILES)  # and one of 3..8 not run
 
 
 def _idle_waits(log, tiles: int) -> tuple[int, int, int] | None:
@@ -590,6 +665,10 @@ def check_mma_rounded(kernel) -> object:
         if off(lambda v: v) <= 2.0**-10:
             return report(name, False, "D is near A B but neither rounded nor cut as a whole: is every one "
                                        "of the six operands converted the same way?")
+        right = tf32_rna(a).astype(np.float64) @ tf32_rna(bt).T.astype(np.float64)
+        if np.all(np.abs(np.sort(d.ravel()) - np.sort(right.ravel())) <= unit * scale.max()):
+            return report(name, False, "D holds the rounded product's 128 values, but not each in its place: "
+                                       "check where each lane stores d0..d3 (section 1's layout of C)")
         return report(name, False, "D is not A B: check each lane's fragments against section 1's layout: "
                                    "which elements of A its a0..a3 hold, and which element of bt its b0 and "
                                    "b1 read (bt[n][k] = B[k][n])")

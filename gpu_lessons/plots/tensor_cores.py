@@ -165,7 +165,7 @@ def warp_tile(bm: int, bn: int, wm: int, wn: int) -> Figure:
     ax.axis("off")
     ax.set_title(f"Warp 0's {wm}×{wn}: {m_tiles * n_tiles} MMAs a k-step,\n{m_tiles} A + {n_tiles} B "
                  "fragments loaded", fontsize=STYLE["label_size"] - 1, loc="left")
-    fig.suptitle("The warp tile: each fragment loaded once per k-step feeds a whole row or column of MMAs",
+    fig.suptitle("The warp tile: each fragment, loaded once, feeds a whole row or column of MMAs",
                  fontsize=STYLE["title_size"], x=0.01, ha="left")
     return with_alt(fig, f"Left: a {bm} by {bn} block tile of C divided into {warps_m * warps_n} warp tiles "
                     f"of {wm} by {wn}. Right: one warp tile as a {m_tiles} by {n_tiles} grid of 16 by 8 MMA "
