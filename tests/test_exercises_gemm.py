@@ -448,6 +448,25 @@ def floor_blocks(m, n, k, bm, bn):
     return (m // bm) * (n // bn) * (bm + bn) * k * 4 / 32
 
 
+def whole_sectors_per_row_of_a(m, n, k, bm, bn):
+    """Each row of A's panel rounded up to whole sectors: 13 for K = 100, not 12.5 (the reviewer's)."""
+    return -(-n // bn) * m * -(-k * 4 // 32) + -(-m // bm) * n * k * 4 / 32
+
+
+def test_a_per_row_ceil_gets_its_own_hint_not_the_swap(capsys):
+    """At 900x700x100 the per-row ceil is 0.03% from the swapped count: the swap hint needs the swap."""
+    m, n, k, bm, bn = 900, 700, 100, 128, 64
+    assert abs(whole_sectors_per_row_of_a(m, n, k, bm, bn) / tile_sides_swapped(m, n, k, bm, bn) - 1) \
+        < ex.SECTOR_TOLERANCE
+    result = ex.check_global_sectors(whole_sectors_per_row_of_a)
+    assert not result.passed and "900x700x100" in result.message, result
+    assert "rounds each row of A up to whole sectors" in result.message, result.message
+    assert "paired with its own dimension" not in result.message
+    assert str(round(ex.solution_global_sectors(m, n, k, bm, bn))) not in result.message
+    swapped = ex.check_global_sectors(tile_sides_swapped).message
+    assert "paired with its own dimension" in swapped and "rounds each row" not in swapped, swapped
+
+
 def tile_sides_swapped(m, n, k, bm, bn):
     """bm paired with N and bn with M: right wherever the tile is square or the matrix is."""
     return (-(-n // bm) * m * k + -(-m // bn) * n * k) * 4 / 32
@@ -726,6 +745,33 @@ def pairs_by_interleave(tm, tn, lanes_m, interleave):
     return tm // 4 * 2 + tn // 4 * (2 if interleave == 2 else 4)
 
 
+def pairs_through_l_xor_4(tm, tn, lanes_m, interleave):
+    """Half-warps when every lane reads what lane l ^ 1, l ^ 2 or l ^ 4 reads (the reviewer's): l ^ 4 pairs
+    lanes of different half-warps, so it serves nothing together; wrong only for 8 x 4 lanes unpaired."""
+    lane = np.arange(32)
+    lanes_n = 32 // lanes_m
+    rows = lane // (interleave * lanes_n) * interleave + lane % interleave
+    columns = lane // interleave % lanes_n
+
+    def per_load(group):
+        return 2 if any(np.all(group == group[lane ^ partner]) for partner in (1, 2, 4)) else 4
+
+    return tm // 4 * per_load(rows) + tn // 4 * per_load(columns)
+
+
+def test_pairs_through_l_xor_4_fail_on_every_run(capsys):
+    """It agreed with the counter on every fixed layout and failed ~27% of runs; now a fixed layout
+    catches it, with a hint that names the pairs the rule allows, not the count."""
+    fixed = [layout for layout in ex.FIXED_LAYOUTS
+             if pairs_through_l_xor_4(*layout) != ex._traced_wavefronts(layout)]
+    assert fixed == [(4, 4, 8, 1)] and ex._traced_wavefronts((4, 4, 8, 1)) == 6
+    for _ in range(3):
+        result = ex.check_warp_tile_wavefronts(pairs_through_l_xor_4)
+        assert not result.passed and "lanes_m=8, interleave=1" in result.message, result
+        assert "only when each lane reads the same 16 bytes as lane l ^ 1" in result.message, result.message
+        assert "said 4" in result.message and " 6" not in result.message, result.message
+
+
 def guessed_eight(tm, tn, lanes_m, interleave):
     """The named layout's number, returned for every layout."""
     return 8
@@ -924,6 +970,7 @@ WRONG_ANSWERS = [
     (ex.check_global_sectors, floor_blocks),
     (ex.check_global_sectors, fractional_blocks),
     (ex.check_global_sectors, tile_sides_swapped),
+    (ex.check_global_sectors, whole_sectors_per_row_of_a),
     (ex.check_conflict_free_pieces, hard_coded_pieces),
     (ex.check_conflict_free_pieces, scalar_pieces),
     (ex.check_conflict_free_pieces, contiguous_pieces),
@@ -933,6 +980,7 @@ WRONG_ANSWERS = [
     (ex.check_warp_tile_wavefronts, half_warps_always),
     (ex.check_warp_tile_wavefronts, pairs_by_interleave),
     (ex.check_warp_tile_wavefronts, guessed_eight),
+    (ex.check_warp_tile_wavefronts, pairs_through_l_xor_4),
     (ex.check_warp_tile_wavefronts, table_looked_up),
     (ex.check_warp_tile_wavefronts, model_looked_up),
     (ex.check_warp_tile_wavefronts, calls_wavefront_solution),
