@@ -647,6 +647,15 @@ def tiled_sizes_written_in(a, b, c):  # exercise 1's loop right, but for the 20x
         c[row, col] = acc
 
 
+def global_sectors_floor_plus_one(m, n, k, bm, bn):  # one block more per side whenever either is partial
+    blocks_m, blocks_n = (m // bm + 1, n // bn + 1) if m % bm or n % bn else (m // bm, n // bn)
+    return (blocks_n * m * k + blocks_m * n * k) * 4 / 32
+
+
+def test_one_more_block_per_side_fails_where_only_one_side_is_partial(capsys):
+    assert not ex.check_global_sectors(global_sectors_floor_plus_one).passed
+
+
 def test_sizes_written_into_the_tiled_kernel_fail_on_the_second_shape(capsys):
     message = ex.check_tiled_kernel(tiled_sizes_written_in).message
     assert "are sizes written in?" in message, message

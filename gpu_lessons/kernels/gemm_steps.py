@@ -1,9 +1,9 @@
 """Lesson 6's progression: every GEMM kernel in teaching order, one step each, behind one checked
 host wrapper ``matmul(a, b, step)``.
 
-Each step changes one thing, motivated by what the previous step's counters or SASS showed (the
-lesson's checklist table). Steps 7-12 are written by ``gemm_codegen`` from a ``Tile``: each changes
-one thing of the previous step's tile (step 12: the micro-tile's width, which no longer fits the
+Each step is motivated by what the previous step's counters or SASS showed (the lesson's checklist
+table); most change one thing, steps 4, 5, 7, 9 and 12 several (the lesson says which). Steps 7-12 are
+written by ``gemm_codegen`` from a ``Tile`` (step 12: the micro-tile's width, which no longer fits the
 register cap).
 
 Warp tiling is not a step. The probe (data/nvidia-h200/probes/gemm_probe.csv) timed it on step 11's
