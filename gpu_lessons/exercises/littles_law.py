@@ -1,13 +1,10 @@
 """Exercises of lesson 2 (Little's Law): their checks and reference solutions.
 
-1. Predict two copies' bandwidth the lesson does not print from Little's Law, at loads (bytes in flight
-   per SM) no copy of the learner's recording has: the latency comes from the copies at the loads either
-   side (the pointer chase's and the light copies' miss), checked within 10% on a made-up GPU drawn on
-   each run (the recording as a GPU of another SM count would have made it, whose memory is slower by
-   different factors for one load alone, below the knee and past it, with a lower ceiling: no table of
-   the H200, rescaled, answers it): one copy below the knee and one past it. The learner predicts from
-   that GPU's recording without any one-shot copy at those two loads; a function that reads a recording
-   or calls a reference solution is refused; no message prints a measurement.
+1. Little's Law by hand: the bandwidth of three launch shapes on a made-up GPU drawn on each run, given its
+   SMs, its ceiling and the latency a copy sees at each load (bytes in flight per SM), and no bandwidth:
+   the learner works out the bytes in flight and 2 x bytes x SMs / latency, capped by the ceiling. Checked
+   within 2% against that model (the numbers are made up: there is no measurement to hold it to); a
+   function that reads a recording or calls a reference solution is refused.
 2. Occupancy by hand: blocks per SM and the limiting resource for any launch shape, by the steps (the
    register allocation unit, the sub-partitions, the shared-memory reservation, the block limit),
    checked on named and random shapes against the occupancy calculator on the H200's recorded SM limits
@@ -16,7 +13,8 @@
 3. Two loads in flight per thread: a copy unrolled as the notes unroll ``c = a*b + c``, checked
    against NumPy (also on NaN and infinities, which an address computed from a loaded value gets wrong)
    and the simulator's traffic counter (two loads per thread, counted per execution, both before the
-   stores, each a warp's 32 consecutive floats; each element loaded once and stored once).
+   stores, each a warp's 32 consecutive floats; each element loaded once and stored once over the whole
+   launch, the last block's tail included), in blocks of 64 and of 96.
 4. How many independent FMA chains reach the peak at 16 warps per SM: the model's answer from the
    recorded FMA latency, and the measured answer read from the recording (90% of the peak); the lesson
    works the same question at 8 warps per SM.
@@ -33,134 +31,122 @@ import numpy as np
 from numba import cuda
 
 from .. import occupancy as occ
-from ..kernels import littles_law as k
 from ..lessons import littles_law as lesson
 from ..mode import choose_mode
-from ..results import LessonResult, RecordingError, read_result
+from ..results import LessonResult, read_result
 from ..sim import trace
 from . import guarded, report
 from .reach import answers, reaches
 
 # ----------------------------------------------------------------------------- exercise 1
 
-# Two copies the lesson does not print: eight 8-byte loads per thread at 2 warps/SM (4 KiB of reads in
-# flight per SM: below the knee, where the latency has grown well past the light copies'), and four 8-byte
-# loads at 32 warps/SM (32 KiB: past the knee). The learner's function gets a made-up GPU's recording
-# without any one-shot copy at 4 KiB or 32 KiB per SM (review R12b: with only the two rows dropped, the
-# median GB/s of the copies at the same load answered it, no law needed): the latency must come from the
-# loads either side (2 and 8 KiB, 16 and 64 KiB), between them. The GPU is the H200's, as a GPU of
-# MADE_UP_SMS SMs like the H200's would have made it, whose memory differs from the H200's by different
-# factors at different loads (review R12: when it took one factor for everything, the H200's recorded row
-# rescaled by the SM ratio and the chase's latency ratio answered it):
-#   - one load alone (the chases) takes MADE_UP_IDLE times as long as on the H200;
-#   - copies below the H200's knee see MADE_UP_BELOW times their implied latency, copies past it that
-#     divided by MADE_UP_EASING (the queues under heavy load grow less than the H200's);
-#   - its ceiling is MADE_UP_CUT of what its fastest copies would reach: it flattens most copies at 32 KiB
-#     (the one asked about among them: past the knee the ceiling, which `result` gives, is the answer) and
-#     none below the knee (which moves to 11-15 KiB: the 8 KiB copies stay below it).
-# The latency between the neighbouring loads' (their medians, log-log) predicts both (+1.5% and -1.4% to
-# -4.2%, any draw; linearly between them +6.1%); the nearest load's latency alone misses the first by 15-21%,
-# its GB/s by 39-70%, the light copies' latency by over 36%, the chase's by over 250%, the most a copy below
-# the knee saw by 22%; the H200's row rescaled by the SM ratio and any one ratio misses one of the two by
-# over 19% (tests: every corner of the draw). Going between the neighbours' GB/s in log-log is the same
-# arithmetic as the law at the latency between theirs, and passes. A function that reads a recording
-# (lessons.load, results.read_result, ...) or calls a reference solution is refused before it runs.
-PREDICT_SHAPES = (("copy w8 u8", 2), ("copy w8 u4", 32))  # (variant, resident warps per SM)
-PREDICT_TOLERANCE = 0.10
-MADE_UP_SMS = (60, 100)  # each drawn from [low, high) on every run
-MADE_UP_IDLE = (1.1, 1.3)
-MADE_UP_BELOW = (2.0, 2.4)
-MADE_UP_EASING = (1.45, 1.7)
-MADE_UP_CUT = (0.85, 0.9)
+# Little's Law applied, not looked up (review R12c: when the learner got the recording without the two asked
+# loads, the law at a latency between the neighbouring loads' was the same arithmetic as going between the
+# neighbours' GB/s, and the lesson's fit line passed too: nothing told the law from interpolating a curve).
+# The learner now gets a made-up GPU drawn on each run: its SMs, its ceiling and the latency a copy sees at
+# each load (read bytes in flight per SM, 512 B to 128 KiB) and no bandwidth at all. For three launch shapes
+# the learner works out the bytes in flight and the bandwidth: 2 x bytes in flight per SM x SMs / latency,
+# capped by the ceiling. The check holds the answer to that arithmetic (the model), not to a measurement: the
+# numbers are made up. The latency grows by at least 5% per doubling of the load, so a latency read at the
+# wrong load (a warp counted as one lane, say) misses; the ceiling caps the 32 KiB shape by at least 25% and
+# leaves the 4 and 8 KiB ones at least 20% under it.
+PREDICT_SHAPES = ((2, 8, 8), (64, 1, 4), (32, 4, 8))  # (warps per SM, loads per thread, bytes per load)
+PREDICT_TOLERANCE = 0.02
+TABLE_LOADS = tuple(512 * 2**k for k in range(9))  # read bytes in flight per SM: 512 B to 128 KiB
+MADE_UP_SMS = (60, 140)  # each drawn from [low, high) on every run
+MADE_UP_LIGHT_NS = (350.0, 650.0)  # the latency at the lightest load
+MADE_UP_GROWTH = (1.05, 1.3)  # the latency's growth per doubling of the load
+
+
+class LatencyTable(dict):
+    """Read bytes in flight per SM -> the latency (ns) a copy sees at that load; a load not in the table
+    says which loads it has."""
+
+    def __missing__(self, load):
+        raise KeyError(f"the table has no latency at {load!r} bytes in flight per SM (it has "
+                       f"{', '.join(f'{b:,}' for b in self)}): count every lane of every warp, every load "
+                       "a thread keeps in flight and every byte of each")
 
 
 @dataclasses.dataclass(frozen=True)
 class MadeUpGPU:
+    """What exercise 1 gives the learner: the SMs, the ceiling (GB/s, reads + writes) and the latency a
+    copy sees at each load (``latency_ns[bytes in flight per SM]``). No bandwidth of any copy."""
+
     sms: int
-    idle: float  # one load alone takes this many times as long as on the H200
-    below: float  # a copy below the H200's knee: this many times its latency
-    past: float  # a copy past it: this many times
-    cut: float  # the ceiling: this share of what its fastest copies would reach
+    ceiling_gbps: float
+    latency_ns: LatencyTable
 
     @classmethod
     def draw(cls, rng) -> MadeUpGPU:
-        sms, idle = int(rng.integers(*MADE_UP_SMS)), float(rng.uniform(*MADE_UP_IDLE))
-        below = float(rng.uniform(*MADE_UP_BELOW))
-        past = below / float(rng.uniform(*MADE_UP_EASING))
-        return cls(sms, idle, below, past, float(rng.uniform(*MADE_UP_CUT)))
+        sms = int(rng.integers(*MADE_UP_SMS))
+        latency, table = float(rng.uniform(*MADE_UP_LIGHT_NS)), LatencyTable()
+        for load in TABLE_LOADS:
+            table[load] = round(latency, 1)
+            latency *= float(rng.uniform(*MADE_UP_GROWTH))
+        gpu = cls(sms, math.inf, table)
+        light = max(little(gpu, *shape) for shape in PREDICT_SHAPES[:2])
+        heavy = little(gpu, *PREDICT_SHAPES[2])
+        return dataclasses.replace(gpu, ceiling_gbps=round(float(rng.uniform(1.25 * light, 0.8 * heavy)), 1))
 
     def __str__(self) -> str:
-        return (f"a made-up GPU of {self.sms} SMs whose memory takes {self.idle:.2f} times as long as the "
-                f"H200's for one load alone, {self.below:.2f} times as long for copies below the H200's knee "
-                f"and {self.past:.2f} times past it, with a ceiling at {self.cut:.0%} of what its fastest "
-                "copies would reach")
+        return f"a made-up GPU of {self.sms} SMs with a ceiling of {self.ceiling_gbps:,.0f} GB/s"
 
 
-def made_up_gpu(result: LessonResult, gpu: MadeUpGPU) -> LessonResult:
-    """``result`` as ``gpu`` would have recorded it: the memory chases' times x ``gpu.idle``; each one-shot
-    copy's GB/s x (sms / the recording's SMs) / ``gpu.below`` where its bytes in flight per SM are below
-    the recording's knee, / ``gpu.past`` from the knee on, and every other copy's (grid-stride, queue,
-    CuPy's: heavy loads) / ``gpu.past``; then every copy capped at ``gpu.cut`` x the fastest, its times
-    scaled inversely; the datasheet bandwidth scaled as the ceiling; the FMA rows as they are."""
-    table = result.table.copy()
-    variant = table["variant"]
-    copies = variant.str.startswith(("copy", "cupy copy")).to_numpy()
-    chases = (variant.str.startswith("chase ") & (variant != "chase FMA")).to_numpy()
-    knee = lesson.sweep_points(result).attrs["knee_bytes_per_sm"]
-    slower = np.full(len(table), gpu.past)
-    for i in np.flatnonzero(variant.str.startswith("copy ").to_numpy()):
-        f = lesson.parse_variant(variant.iloc[i])
-        if k.bytes_in_flight_per_sm(table["param"].iloc[i], f["unroll"], f["width"]) <= knee:
-            slower[i] = gpu.below
-    gbps = table["gbps"].to_numpy(float)
-    new = gbps * gpu.sms / int(result.meta["sms"]) / slower
-    ceiling = gpu.cut * new[copies].max()
-    new = np.minimum(new, ceiling)
-    times = ["median_ms", "min_ms", "max_ms"]
-    table.loc[copies, times] = table.loc[copies, times].mul(gbps[copies] / new[copies], axis=0)
-    table.loc[copies, "gbps"] = new[copies]
-    table.loc[chases, times] *= gpu.idle
-    datasheet = float(result.meta["datasheet_bandwidth_gbps"]) * ceiling / lesson.copy_ceiling(result)
-    meta = dict(result.meta, sms=gpu.sms, datasheet_bandwidth_gbps=datasheet)
-    return dataclasses.replace(result, table=table, meta=meta)
+def bytes_in_flight(warps_per_sm, loads_per_thread, bytes_per_load) -> int:
+    return warps_per_sm * 32 * loads_per_thread * bytes_per_load
 
 
-def recorded_shape(result: LessonResult, variant: str, warps: int) -> dict:
-    """A copy of ``result`` the prediction is held to: its launch shape, bytes in flight per SM and GB/s."""
-    points = lesson.memory_points(result)
-    rows = points[(points["variant"] == variant) & (points["warps_per_sm"] == warps)]
-    if rows.empty:
-        raise RecordingError(f"{result.source}: no '{variant}' row at {warps} warps/SM")
-    f = lesson.parse_variant(variant)
-    return {"variant": variant, "warps_per_sm": warps, "loads_per_thread": f["unroll"],
-            "bytes_per_load": f["width"],
-            "bytes_in_flight_per_sm": float(rows["bytes_in_flight_per_sm"].iloc[0]),
-            "gbps": float(rows["gbps"].iloc[0]), "sms": points.attrs["sms"]}
+def little(gpu: MadeUpGPU, warps_per_sm, loads_per_thread, bytes_per_load) -> float:
+    """The model the check holds answers to: reads and writes, every SM, at the latency of this load."""
+    load = bytes_in_flight(warps_per_sm, loads_per_thread, bytes_per_load)
+    return min(gpu.ceiling_gbps, 2 * load * gpu.sms / gpu.latency_ns[load])
 
 
-def without_shapes(result: LessonResult, shapes=PREDICT_SHAPES) -> LessonResult:
-    """``result`` without every one-shot copy (``copy w... u...``) whose read bytes in flight per SM equal
-    one of ``shapes``': what the learner predicts from. No copy at the asked load is left, so its GB/s or
-    its latency cannot be looked up (review R12b: a median of the GB/s copies at the same load measured
-    passed, with no Little's Law in it)."""
-    table = result.table
-    loads = {shape_bytes(variant, warps) for variant, warps in shapes}
-    drop = np.zeros(len(table), bool)
-    for i, (variant, warps) in enumerate(zip(table["variant"], table["param"], strict=True)):
-        if str(variant).startswith("copy w") and np.isfinite(warps):
-            drop[i] = shape_bytes(variant, warps) in loads
-    return dataclasses.replace(result, table=table[~drop].reset_index(drop=True))
+def describe_shape(shape) -> str:
+    warps, loads, width = shape
+    return f"{warps} warps/SM, {loads} load{'s' if loads > 1 else ''} of {width} bytes per thread"
 
 
-def shape_bytes(variant: str, warps) -> float:
-    """Read bytes in flight per SM of a one-shot copy ``variant`` at ``warps`` resident warps per SM."""
-    f = lesson.parse_variant(variant)
-    return float(k.bytes_in_flight_per_sm(warps, f["unroll"], f["width"]))
+def slip(ratio: float, gpu: MadeUpGPU, capped: bool, mine: float) -> str:
+    """What a prediction ``ratio`` times the model's most likely forgot (no number of the answer in it)."""
+    if mine > gpu.ceiling_gbps * (1 + PREDICT_TOLERANCE):
+        return "it is above the ceiling, which no copy beats"
+    if capped:
+        return "this copy has more bytes in flight than the ceiling needs: what limits it then?"
+    if abs(ratio - 0.5) < 0.05:
+        return "half the answer: a copy writes what it reads"
+    if ratio < 2.0 / gpu.sms:
+        return "far too little: bytes in flight per SM, times how many SMs?"
+    if abs(ratio * 32 - 1) < 0.2 or abs(ratio * 16 - 1) < 0.2:
+        return "a warp's load is 32 lanes' loads"
+    return ("not Little's Law at this load: bytes in flight (per SM, all SMs) / the latency at that load, "
+            "reads and writes")
+
+
+def judged(predict, gpu: MadeUpGPU):
+    """``predict``'s answers for PREDICT_SHAPES on ``gpu``, held to Little's Law within PREDICT_TOLERANCE."""
+    name = "exercise 1 (predict a copy's bandwidth)"
+    lines = []
+    for shape in PREDICT_SHAPES:
+        got = predict(gpu, *shape)
+        if got is None or not np.isfinite(float(got)) or float(got) <= 0:
+            return report(name, False, f"predict_gbps(gpu, {', '.join(map(str, shape))}) gave {got}: return "
+                          "GB/s, a positive number")
+        mine, right = float(got), little(gpu, *shape)
+        if abs(mine / right - 1) > PREDICT_TOLERANCE:
+            capped = right >= gpu.ceiling_gbps
+            return report(name, False, f"on {gpu}, {describe_shape(shape)}: you predict {mine:,.0f} GB/s, "
+                          f"not within {PREDICT_TOLERANCE:.0%} of Little's Law: "
+                          f"{slip(mine / right, gpu, capped, mine)}")
+        lines.append(f"{describe_shape(shape)}: {mine:,.0f} GB/s")
+    return report(name, True, f"on {gpu}, " + "; ".join(lines) + " (Little's Law on made-up numbers; the "
+                  "H200's copies under load are section 4)")
 
 
 def recording_readers() -> list[tuple[object, str]]:
     """The course's functions that read a recording (and what a refusal calls them), and the reference
-    solutions: exercise 1 must be modelled from ``result``, not looked up."""
+    solutions: exercise 1 must be worked out from ``gpu``, not looked up."""
     from .. import lessons  # here: gpu_lessons.lessons imports this package's lesson modules
     from ..lessons import runner
     from ..results import store
@@ -220,49 +206,12 @@ def refusal(predict) -> str | None:
     for helper, what in recording_readers():
         if helper is not itself and reaches(predict, helper):
             return (f"your function calls {what}: the exercise is to work the bandwidth out from "
-                    "`result` with Little's Law, not to look it up")
+                    "`gpu` with Little's Law, not to look it up")
     own = own_recordings(predict)
     if own:
         return (f"your function reads a recording of its own ({own[0]}): the exercise is to work the "
-                "bandwidth out from `result` (this GPU's recording) with Little's Law, not to look it up")
+                "bandwidth out from `gpu` (a made-up GPU, not the H200) with Little's Law, not to look it up")
     return None
-
-
-def judged(predict, data: LessonResult, gpu: MadeUpGPU | str):
-    """``predict``'s two predictions on ``data`` (a made-up GPU's full recording): a Result."""
-    name = "exercise 1 (predict a copy's bandwidth)"
-    given = without_shapes(data)
-    lines, passed, over = [], True, []
-    for variant, warps in PREDICT_SHAPES:
-        shape = recorded_shape(data, variant, warps)
-        got = predict(given, warps, shape["loads_per_thread"], shape["bytes_per_load"])
-        if got is not None and np.isnan(float(got)):
-            return report(name, False, f"predict(result, {warps}, {shape['loads_per_thread']}, "
-                          f"{shape['bytes_per_load']}) gave nan: `result` has no copy at this load (read "
-                          "bytes in flight per SM), so a lookup there finds nothing; take the latency from "
-                          "the copies at the loads either side of it")
-        if got is None or not np.isfinite(float(got)) or float(got) <= 0:
-            return report(name, False, f"predict(result, {warps}, {shape['loads_per_thread']}, "
-                          f"{shape['bytes_per_load']}) gave {got}: return GB/s, a positive number")
-        mine = float(got)
-        if mine > data_ceiling(data) * 1.001:
-            over.append(describe_shape(shape))
-        implied = 2 * shape["bytes_in_flight_per_sm"] * shape["sms"] / mine
-        passed &= abs(shape["gbps"] / mine - 1) <= PREDICT_TOLERANCE
-        lines.append(f"{describe_shape(shape)}: you predict {mine:,.0f} GB/s (a latency of "
-                     f"{implied:,.0f} ns)")
-    summary = f"on {gpu}, " + "; ".join(lines)
-    if passed:
-        return report(name, True, summary + f": both within {PREDICT_TOLERANCE:.0%} of what it would "
-                      "measure")
-    capped = (f" No copy beats the measured ceiling ({data_ceiling(data):,.0f} GB/s), yet you predict "
-              f"more for {' and '.join(over)}." if over else "")
-    return report(name, False, summary + f": not both within {PREDICT_TOLERANCE:.0%}.{capped} Read "
-                  "every number from `result` (it is this GPU's recording, not the H200's: its memory "
-                  "differs from the H200's by different factors at different loads). Little's Law turns "
-                  "bytes in flight into GB/s at a latency, and a copy both reads and writes; the latency is "
-                  "not one number (section 4), and no copy of `result` has this load: what latency do "
-                  "copies at the loads either side of it see?")
 
 
 def calls_a_solution(function) -> str | None:
@@ -277,46 +226,28 @@ def calls_a_solution(function) -> str | None:
     return None
 
 
-def check_predict_bandwidth(predict, result: LessonResult | None = None) -> object:
-    """``predict(result, warps_per_sm, loads_per_thread, bytes_per_load)`` returns the copy bandwidth
-    (GB/s, reads + writes) Little's Law predicts from what ``result`` measured, which has no one-shot copy
-    at the two loads asked about; held, within PREDICT_TOLERANCE, to what a made-up GPU drawn on each run
-    (made_up_gpu of ``result``, by default the reference recording) measured of PREDICT_SHAPES. The
-    learner chooses the latency. A function that reads a recording or calls a reference solution is
-    refused. No message prints a measurement the learner could copy."""
+def check_predict_bandwidth(predict) -> object:
+    """``predict(gpu, warps_per_sm, loads_per_thread, bytes_per_load)`` returns the copy bandwidth (GB/s,
+    reads + writes) Little's Law gives on ``gpu``, a MadeUpGPU drawn on each run (its SMs, its ceiling and
+    a latency per load, no bandwidth), for PREDICT_SHAPES; held within PREDICT_TOLERANCE to the law. A
+    function that reads a recording or calls a reference solution is refused. No message prints the
+    answer."""
     name = "exercise 1 (predict a copy's bandwidth)"
 
     def attempt():
         why = refusal(predict)
         if why:
             return report(name, False, why)
-        gpu = MadeUpGPU.draw(np.random.default_rng())
-        return judged(predict, made_up_gpu(result or read_result(lesson.NAME), gpu), gpu)
+        return judged(predict, MadeUpGPU.draw(np.random.default_rng()))
 
     return guarded(name, attempt)
 
 
-def data_ceiling(result: LessonResult) -> float:
-    return lesson.copy_ceiling(result)
-
-
-def describe_shape(shape: dict) -> str:
-    """'copy w8 u2 at 4 warps/SM (2 KiB of reads in flight per SM)'."""
-    kib = shape["bytes_in_flight_per_sm"] / 1024
-    size = f"{kib:g} KiB" if kib >= 1 else f"{shape['bytes_in_flight_per_sm']:.0f} B"
-    return f"{shape['variant']} at {shape['warps_per_sm']} warps/SM ({size} of reads in flight per SM)"
-
-
-def solution_predict_bandwidth(result, warps_per_sm, loads_per_thread, bytes_per_load):
-    implied = lesson.implied_latencies(result)
-    in_flight = warps_per_sm * 32 * loads_per_thread * bytes_per_load  # read bytes per SM
-    # no copy of result has this load: take the latency copies at the loads either side of it see (their
-    # median at each load) and go between them, in log-log as the lesson's figures are drawn
-    by_load = implied.groupby("bytes_in_flight_per_sm")["implied_latency_ns"].median()
-    latency_ns = float(np.exp(np.interp(np.log(in_flight), np.log(by_load.index.to_numpy(float)),
-                                        np.log(by_load.to_numpy(float)))))
-    # bytes/ns = GB/s; x2: the writes; no copy beats the measured ceiling (past the knee it is the answer)
-    return min(lesson.copy_ceiling(result), 2 * in_flight * int(result.meta["sms"]) / latency_ns)
+def solution_predict_bandwidth(gpu, warps_per_sm, loads_per_thread, bytes_per_load):
+    in_flight = warps_per_sm * 32 * loads_per_thread * bytes_per_load  # read bytes per SM: every lane
+    latency_ns = gpu.latency_ns[in_flight]  # the latency copies see at this load
+    # bytes/ns = GB/s; x2: the writes; every SM; no copy beats the ceiling
+    return min(gpu.ceiling_gbps, 2 * in_flight * gpu.sms / latency_ns)
 
 
 # ----------------------------------------------------------------------------- exercise 2
@@ -432,6 +363,10 @@ def solution_occupancy_by_hand(threads, registers, shared_bytes):
 
 COPY2_SIZES = (1027, 1100)  # n mod 128 = 3 (the last block's second half is empty) and 76 (it is cut)
 COPY2_BLOCK = 64
+# review R12c: a kernel with the prompt's block size written in (blockIdx.x * 128, i0 + 64) passed when
+# every launch had blocks of 64; a second block size (n mod 192 = 67: the last block's second half is cut)
+COPY2_OTHER_BLOCK = 96
+COPY2_LAUNCHES = tuple((n, COPY2_BLOCK) for n in COPY2_SIZES) + ((COPY2_SIZES[0], COPY2_OTHER_BLOCK),)
 UNWRITTEN = np.float32(-7.5e37)  # outputs start as this: no copy of a standard normal x can be it
 
 
@@ -445,21 +380,23 @@ def check_copy2_kernel(kernel) -> object:
         why = calls_a_solution(kernel)
         if why:
             return report(name, False, why)
-        for n in COPY2_SIZES:
+        for n, size in COPY2_LAUNCHES:
             x = np.random.default_rng().standard_normal(n, dtype=np.float32)
             out = np.full(n, UNWRITTEN, np.float32)
-            blocks = -(-n // (2 * COPY2_BLOCK))
+            blocks = -(-n // (2 * size))
             if choose_mode() == "gpu":  # an index past the end shows only on the simulator (a GPU reads on)
-                trace.simulate(kernel, blocks, COPY2_BLOCK, x, out.copy())
-            kernel[blocks, COPY2_BLOCK](x, out)
+                trace.simulate(kernel, blocks, size, x, out.copy())
+            kernel[blocks, size](x, out)
+            other = (f" (blocks of {size}, not {COPY2_BLOCK}: is a block size written into your indices? "
+                     "read it from cuda.blockDim.x)" if size != COPY2_BLOCK else "")
             unwritten = int((out == UNWRITTEN).sum())
             if unwritten:
                 return report(name, False, f"n = {n}: {unwritten} outputs never written (the launch has "
-                              f"{blocks} blocks of {COPY2_BLOCK}: two elements per thread)")
+                              f"{blocks} blocks of {size}: two elements per thread){other}")
             if not np.array_equal(out, x):
                 worst = int(np.flatnonzero(out != x)[0])
                 return report(name, False, f"n = {n}: out[{worst}] = {out[worst]} is not x[{worst}] (which "
-                              "element does each thread load, and which does it store?)")
+                              f"element does each thread load, and which does it store?){other}")
         if not copies_any_value(kernel, COPY2_SIZES[0]):
             return report(name, False, "with NaN and infinities in x, out is not x bit for bit: a copy moves "
                           "values without looking at them (a second address computed from the first load's "
@@ -480,6 +417,18 @@ def check_copy2_kernel(kernel) -> object:
                           f"{int((stored[:2 * COPY2_BLOCK] > 1).sum())} of out stored more than once: each "
                           "thread loads its two elements once each and stores each once (a second load of "
                           "the same element is traffic a copy does not need)")
+        # review R12c: over the whole launch, the last block's tail included (clamped indices, i1 =
+        # min(i0 + step, n - 1), load and store the last element once per thread past the end)
+        n = COPY2_SIZES[0]
+        whole = trace.trace(kernel, -(-n // (2 * COPY2_BLOCK)), COPY2_BLOCK, x[:n].copy(),
+                            np.full(n, UNWRITTEN, np.float32))
+        loaded, stored = accesses_per_element(whole, "x", "ld"), accesses_per_element(whole, "out", "st")
+        if (loaded > 1).any() or (stored > 1).any():
+            return report(name, False, f"n = {n}, over the whole launch: {int((loaded > 1).sum())} "
+                          f"element(s) of x loaded and {int((stored > 1).sum())} of out stored more than "
+                          f"once, the most {int(max(loaded.max(), stored.max()))} times: at the end of the "
+                          "array, a thread whose element is past it loads and stores nothing (a clamped "
+                          "index repeats the last element)")
         scattered = loads[loads["sectors_per_request"] > 4]
         if len(scattered):
             first = scattered.iloc[0]
@@ -492,7 +441,8 @@ def check_copy2_kernel(kernel) -> object:
                           "that load waits behind the first (one request in flight at a time); load both "
                           "elements into variables first, then store them")
         sizes = " and ".join(map(str, COPY2_SIZES))
-        return report(name, True, f"{sizes} elements match NumPy; {int(per_thread.min())} loads per thread, "
+        return report(name, True, f"{sizes} elements match NumPy, in blocks of {COPY2_BLOCK} and "
+                      f"{COPY2_OTHER_BLOCK}; {int(per_thread.min())} loads per thread, "
                       "both before its first store: each warp has two requests in flight")
 
     return guarded(name, attempt)

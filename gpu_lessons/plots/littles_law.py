@@ -550,7 +550,11 @@ def occupancy_rule(frame: pd.DataFrame, rule: float = 0.5, describe=None, proven
     fig, ax = new_axes(ax)
     most = frame.attrs.get("max_warps_per_sm", 64)
     describe = describe or (lambda v: v)
-    ax.axvspan(frame["warps_per_sm"].min() / 1.4, rule * most, color=PALETTE[1], alpha=0.08, zorder=0)
+    # up to, not over, the rule's point (review R12c: the band covered the 50% point itself): it ends
+    # halfway (log scale) between the last residency below the rule and the rule's
+    below = frame["warps_per_sm"][frame["warps_per_sm"] < rule * most]
+    end = float(np.sqrt(below.max() * rule * most)) if len(below) else rule * most / 1.4
+    ax.axvspan(frame["warps_per_sm"].min() / 1.4, end, color=PALETTE[1], alpha=0.08, zorder=0)
     ax.annotate(f"below {rule:.0%} occupancy:\n'too few warps'\nby the rule of thumb",
                 xy=(frame["warps_per_sm"].min() / 1.4, 0.97), xytext=(6, 0), textcoords="offset points",
                 ha="left", va="top", fontsize=STYLE["note_size"], color=PALETTE[1])
