@@ -914,6 +914,37 @@ def test_pipeline_wait_chosen_by_tile_count_fails_at_9_tiles():
     assert "cp_async_wait_group(" not in result.message and "wait_group(1)" not in result.message
 
 
+@cuda.jit
+def pipeline_drains_after_tile_8(x, y, tiles):  # the reviewer's: waits for everything from tile 8 on
+    smem = cuda.shared.array(3 * 128, float32)
+    t = cuda.threadIdx.x
+    for q in range(12):
+        smem[12 * t + q] = math.nan
+    cuda.syncthreads()
+    for s in range(2):
+        if s < tiles:
+            ptx.cp_async16(smem, 128 * s + 4 * t, x, 128 * s + 4 * t, 16)
+        ptx.cp_async_commit_group()
+    for tile in range(tiles):
+        if tile < 8:
+            ptx.cp_async_wait_group(1)
+        else:
+            ptx.cp_async_wait_group(0)
+        cuda.syncthreads()
+        ahead = tile + 2
+        if ahead < tiles:
+            ptx.cp_async16(smem, 128 * (ahead % 3) + 4 * t, x, 128 * ahead + 4 * t, 16)
+        ptx.cp_async_commit_group()
+        base = 128 * (tile % 3)
+        for q in range(4):
+            y[128 * tile + 4 * t + q] = smem[base + 127 - 4 * t - q]
+
+
+def test_pipeline_that_stops_overlapping_after_tile_8_fails_at_12_tiles():
+    result = ex.check_pipeline(pipeline_drains_after_tile_8)
+    assert not result.passed and result.message.startswith("12 tile(s)"), result.message
+
+
 def test_no_output_before_the_exercises_prints_exercise_5s_wait():
     """Section 5 prints the generated loop at another depth than exercise 5's (4 stages against 3), so
     exercise 5's two lines do not stand in an earlier cell."""

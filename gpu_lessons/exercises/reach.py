@@ -29,7 +29,7 @@ def reaches(kernel, helper) -> bool:
         if function is target:
             return True
         code = getattr(function, "__code__", None)
-        library = getattr(function, "__module__", "").split(".")[0] in ("numba", "numpy")
+        library = (getattr(function, "__module__", "") or "").split(".")[0] in ("numba", "numpy")
         if code is None or library or id(function) in seen:
             return False
         seen.add(id(function))

@@ -1355,7 +1355,7 @@ def figures(result: LessonResult, roof: dict) -> dict:
             roofs={"mma.sync TF32 ceiling": tf32_peak_gflops(result)},
             label_ridges=False,
             provenance=provenance,
-            title="Roofline with the tensor cores' roof (4096³)",
+            title="Roofline with the mma.sync ceiling as a second roof (4096³)",
             xlabel=TILE_INTENSITY_LABEL,
         ),
         "progression": figs.progression(progression(result), provenance=provenance),
