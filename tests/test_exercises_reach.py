@@ -1,5 +1,7 @@
 """reach.py: a learner's function that calls a course helper is found, however it names or imports it."""
 
+import functools
+
 from gpu_lessons.exercises import coalescing as ex
 from gpu_lessons.exercises.reach import answers, reaches
 from gpu_lessons.sim import trace
@@ -44,3 +46,16 @@ def test_every_reference_solution_is_an_answer_not_to_call():
     assert ex.solution_stride_prediction in answers(ex)
     assert any(reaches(calls_a_reference_solution, a) for a in answers(ex))
     assert not any(reaches(works_it_out, a) for a in answers(ex))
+
+
+def takes_the_helper_as_a_default(stride, helper=ex.solution_stride_prediction):
+    return helper(stride, 1.0)
+
+
+def test_defaults_and_partials_are_followed():
+    assert reaches(takes_the_helper_as_a_default, ex.solution_stride_prediction)
+    assert reaches(lambda s, *, h=trace.simulate: h, trace.simulate)
+    solution = ex.solution_stride_prediction
+    assert reaches(functools.partial(solution, ceiling_gbps=1.0), solution)
+    assert reaches(functools.partial(works_it_out, trace.simulate), trace.simulate)
+    assert not reaches(functools.partial(works_it_out, 2), trace.simulate)

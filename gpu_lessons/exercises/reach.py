@@ -4,6 +4,7 @@ not looked up, refuse one that does): followed through the objects its names res
 from __future__ import annotations
 
 import dis
+import functools
 import importlib
 from types import ModuleType
 
@@ -25,6 +26,8 @@ def reaches(kernel, helper) -> bool:
     seen: set = set()
 
     def visit(value) -> bool:
+        if isinstance(value, functools.partial):  # partial(helper, ...): the helper and its bound arguments
+            return any(visit(v) for v in (value.func, *value.args, *value.keywords.values()))
         function = getattr(value, "py_func", value)
         if function is target:
             return True
@@ -38,6 +41,8 @@ def reaches(kernel, helper) -> bool:
         values = [namespace[n] for n in names if n in namespace]
         values += [cell.cell_contents for cell in (function.__closure__ or ()) if _filled(cell)]
         values += _imported_course_modules(code)  # `from gpu_lessons.sim import trace` inside it
+        values += list(getattr(function, "__defaults__", None) or ())  # def f(x, helper=course.helper)
+        values += list((getattr(function, "__kwdefaults__", None) or {}).values())
         modules = _course_modules(values)
         while modules:  # kernels.block_reduce_sum, ex.lesson.model_times: attributes of modules it reads
             found = [getattr(module, n) for module in modules for n in names if hasattr(module, n)]
