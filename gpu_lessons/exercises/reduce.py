@@ -5,14 +5,16 @@
    this needs which partner each lane reads. Checked on every lane, with a partial last warp.
 2. The notes' ``reduce_sum`` kernel, block level written by hand: grid-stride accumulation, warp
    shuffles, the warp sums through shared memory, the first warp adding them, exactly one atomic
-   per block (counted on the simulator). Checked on lengths 0, 1, under a block and not a multiple.
+   per block (counted on the simulator), each element of x read exactly once over the launch and every
+   block reading some (traced per address). Checked on lengths 0, 1, under a block and not a multiple.
 3. A test's tolerance for a kernel the lesson does not spell out: the depth of its additions (a
    thread's grid-stride chain, the block's tree, the blocks' atomics), then gamma_d * sum|x|.
 4. Predict ``vec4_last_block``'s time from a fitted model t0 + 4n/BW, its parameters read from the
    fits table the function is given: checked first with a table the lesson never printed (so typed-in
    constants fail), at sizes the recording does not hold, within 0.25% (a lookup of measured medians
    cannot answer; the datasheet's, lesson 1's or the grid sweep's bandwidth, or GiB for GB, miss), then
-   with section 8's fits at 2^28 against the measured median, within 3%.
+   with section 8's fits at 2^28 against the measured median, within 3%. The tables come with their rows
+   in two orders (the predicted variant first, then last): a row picked by position fails.
 """
 
 from __future__ import annotations
