@@ -976,3 +976,150 @@ def test_the_block_sum_must_come_through_the_first_warps_shuffles():
 
 def test_one_load_a_step_is_a_grid_stride_loop_too():
     assert ex.check_reduce_sum(one_load_loop).passed  # the text: two loads a step, or one
+
+
+# ------------------------------------------------- the reviewer's findings (fixR5d)
+
+
+@cuda.jit(device=True)
+def gather_sixteen(value):  # right in every lane, with 16 shuffles where the butterfly needs 4
+    lane = cuda.threadIdx.x % 32
+    base = lane & 16
+    total = value * 0
+    for j in range(16):
+        total += cuda.shfl_sync(0xFFFFFFFF, value, base + j)
+    return total
+
+
+@cuda.jit(device=True)
+def two_butterflies_averaged(value):  # two 4-round butterflies (8, 4, 2, 1 and 1, 2, 4, 8), averaged
+    offset = 8
+    v = value
+    while offset > 0:
+        v += cuda.shfl_xor_sync(0xFFFFFFFF, v, offset)
+        offset //= 2
+    w = value
+    offset = 1
+    while offset < 16:
+        w += cuda.shfl_xor_sync(0xFFFFFFFF, w, offset)
+        offset *= 2
+    return (v + w) * float32(0.5)
+
+
+@cuda.jit
+def block0_does_all(x, out):  # block 0 loops over the whole array, the others add 0
+    warp_sums = cuda.shared.array(32, float32)
+    tid = cuda.threadIdx.x
+    i = tid
+    value = float32(0)
+    if cuda.blockIdx.x == 0:
+        while i < x.size:
+            value += x[i]
+            i += cuda.blockDim.x
+    value = k.warp_reduce_sum(value)
+    if tid % 32 == 0:
+        warp_sums[tid // 32] = value
+    cuda.syncthreads()
+    value = warp_sums[tid] if tid < (cuda.blockDim.x + 31) // 32 else float32(0)
+    if tid < 32:
+        value = k.warp_reduce_sum(value)
+        if tid == 0:
+            cuda.atomic.add(out, 0, value)
+
+
+@cuda.jit
+def every_block_reads_all(x, out):  # every block reads all of x; only block 0's atomic carries it
+    warp_sums = cuda.shared.array(32, float32)
+    tid = cuda.threadIdx.x
+    i = tid
+    value = float32(0)
+    while i < x.size:
+        value += x[i]
+        i += cuda.blockDim.x
+    value = k.warp_reduce_sum(value)
+    if tid % 32 == 0:
+        warp_sums[tid // 32] = value
+    cuda.syncthreads()
+    value = warp_sums[tid] if tid < (cuda.blockDim.x + 31) // 32 else float32(0)
+    if tid < 32:
+        value = k.warp_reduce_sum(value)
+        if tid == 0:
+            cuda.atomic.add(out, 0, value if cuda.blockIdx.x == 0 else float32(0))
+
+
+@cuda.jit
+def stride_one_block(x, out):  # starts at cuda.grid(1), steps by blockDim.x only: the blocks overlap
+    warp_sums = cuda.shared.array(32, float32)
+    tid = cuda.threadIdx.x
+    i = cuda.grid(1)
+    value = float32(0)
+    while i < x.size:
+        value += x[i]
+        i += cuda.blockDim.x
+    value = k.warp_reduce_sum(value)
+    if tid % 32 == 0:
+        warp_sums[tid // 32] = value
+    cuda.syncthreads()
+    value = warp_sums[tid] if tid < (cuda.blockDim.x + 31) // 32 else float32(0)
+    if tid < 32:
+        value = k.warp_reduce_sum(value)
+        if tid == 0:
+            cuda.atomic.add(out, 0, value)
+
+
+def first_row(n, fits):  # the row by position: in the lesson's own table the first row is vec4
+    fit = fits.iloc[0]
+    return fit["t0_us"] + 4 * n / (fit["bw_gbps"] * 1e3)
+
+
+def second_row(n, fits):  # the row by position: in the lesson's table vec4_last_block is row 1
+    fit = fits.iloc[1]
+    return fit["t0_us"] + 4 * n / (fit["bw_gbps"] * 1e3)
+
+
+WRONG_ANSWERS_R5D = [
+    (ex.check_half_sums, gather_sixteen),
+    (ex.check_half_sums, two_butterflies_averaged),
+    (ex.check_reduce_sum, block0_does_all),
+    (ex.check_reduce_sum, every_block_reads_all),
+    (ex.check_reduce_sum, stride_one_block),
+    (ex.check_predicted_time, first_row),
+    (ex.check_predicted_time, second_row),
+]
+
+
+def test_redundant_shuffles_are_refused():
+    for answer in (gather_sixteen, two_butterflies_averaged):
+        result = ex.check_half_sums(answer)
+        assert not result.passed, result
+        assert "redundant work" in result.message and "warp shuffles" in result.message, result
+        assert "8, 4" not in result.message and "^ 8" not in result.message, result  # no offsets given
+
+
+def test_each_element_is_read_once_by_blocks_that_share_the_work():
+    message = ex.check_reduce_sum(block0_does_all).message
+    assert "block 1 read no element of x" in message and "spread over the blocks" in message, message
+    for answer in (every_block_reads_all, stride_one_block):
+        result = ex.check_reduce_sum(answer)
+        assert not result.passed, result
+        assert "more than once" in result.message and "blocks 0, 1" in result.message, result
+
+
+def test_the_sum_hint_is_true_for_the_one_element_a_step_form():
+    import numpy as np
+
+    hint = ex._sum_hint(stride_one_block, 700, np.float32(0))
+    assert "more than once" in hint and "2 x blockDim.x" not in hint, hint
+    assert ex.check_reduce_sum(one_load_loop).passed
+
+
+def test_a_row_picked_by_position_fails():
+    for answer in (first_row, second_row):
+        result = ex.check_predicted_time(answer)
+        assert not result.passed, result
+        assert "by its name" in result.message and "not by position" in result.message, result
+
+
+def test_the_fourth_reviewers_wrong_answers_fail():
+    for check, answer in WRONG_ANSWERS_R5D:
+        assert not check(answer).passed, answer

@@ -5,14 +5,16 @@
    this needs which partner each lane reads. Checked on every lane, with a partial last warp.
 2. The notes' ``reduce_sum`` kernel, block level written by hand: grid-stride accumulation, warp
    shuffles, the warp sums through shared memory, the first warp adding them, exactly one atomic
-   per block (counted on the simulator). Checked on lengths 0, 1, under a block and not a multiple.
+   per block (counted on the simulator), each element of x read exactly once over the launch and every
+   block reading some (traced per address). Checked on lengths 0, 1, under a block and not a multiple.
 3. A test's tolerance for a kernel the lesson does not spell out: the depth of its additions (a
    thread's grid-stride chain, the block's tree, the blocks' atomics), then gamma_d * sum|x|.
 4. Predict ``vec4_last_block``'s time from a fitted model t0 + 4n/BW, its parameters read from the
    fits table the function is given: checked first with a table the lesson never printed (so typed-in
    constants fail), at sizes the recording does not hold, within 0.25% (a lookup of measured medians
    cannot answer; the datasheet's, lesson 1's or the grid sweep's bandwidth, or GiB for GB, miss), then
-   with section 8's fits at 2^28 against the measured median, within 3%.
+   with section 8's fits at 2^28 against the measured median, within 3%. The tables come with their rows
+   in two orders (the predicted variant first, then last): a row picked by position fails.
 """
 
 from __future__ import annotations
@@ -97,6 +99,7 @@ def check_half_sums(half_sums) -> object:
         with _shared_allocations() as allocations:  # the simulator, any mode
             trace.simulate(kernel, 1, WARP_BLOCK, x, np.full(WARP_BLOCK, np.nan, np.float32))
         fewest = min((shuffles.get(((0, 0, 0), (t, 0, 0)), 0), t) for t in range(WARP_BLOCK))
+        most = max((shuffles.get(((0, 0, 0), (t, 0, 0)), 0), t) for t in range(WARP_BLOCK))
         padded = np.zeros(WARP_BLOCK, np.float32)
         padded[:WARP_N] = x
         halves = padded.reshape(-1, HALF)
@@ -108,6 +111,11 @@ def check_half_sums(half_sums) -> object:
             return report(name, False, f"every lane holds its half's sum, but thread {fewest[1]} made "
                           f"{fewest[0]} warp shuffle(s): the exercise builds the sum lane to lane with "
                           "shuffles, each round adding what arrives, not through shared memory")
+        if not wrong.any() and most[0] > HALF_ROUNDS:
+            return report(name, False, f"every lane holds its half's sum, but thread {most[1]} made "
+                          f"{most[0]} warp shuffles: redundant work. A butterfly over 16 lanes needs "
+                          f"log2(16) = {HALF_ROUNDS} rounds, one shuffle each, every round doubling the "
+                          "lanes a value holds the sum of")
         if not wrong.any() and allocations:
             return report(name, False, f"every lane holds its half's sum, but your code allocates "
                           f"{allocations[0]}: the exercise builds the sum lane to lane with shuffles alone, "
@@ -253,6 +261,7 @@ SUM_BLOCKS = 2
 OTHER_BLOCKS, OTHER_BLOCK = 3, 256  # a second launch, not named in the text: 8 warps, an odd grid
 OTHER_SIZES = (1000, 5000)  # more than one grid step (1,536 elements a step), and not a multiple
 COUNT_SIZE = 100  # under one block: lanes that return early leave their warp's shuffles incomplete
+SPREAD_SIZE = 1000  # every block of SUM_BLOCKS holds elements in either loop form (2 or 1 a step)
 HELPERS = ("block_reduce_sum",)  # the lesson's block level: the exercise is to write it
 
 
@@ -340,6 +349,34 @@ def _load_instructions(traced, array: str = "x") -> int:
     return int(rows["instructions"].sum())
 
 
+def _reads_each_once(traced, n: int, threads: int, blocks: int = 0) -> str | None:
+    """A message if some element of x was read other than exactly once over the traced launch of n
+    elements, or (``blocks`` given, n large enough for every block) if some block read none, else None."""
+    sites = traced.sites[(traced.sites["array"] == "x") & (traced.sites["op"] == "ld")]["site"]
+    acc = traced.accesses[traced.accesses["site"].isin(sites)]
+    element = (acc["address"] // 4).astype(int)
+    counts = np.bincount(element, minlength=n)[:n]
+    launch = f"with n={n} on {SUM_BLOCKS} blocks of {threads} threads"
+    if (counts > 1).any():
+        i = int(np.argmax(counts > 1))
+        readers = sorted({int(w) // (threads // WARP_SIZE) for w in acc["warp"][element == i]})
+        by = f"block {readers[0]}" if len(readers) == 1 else "blocks " + ", ".join(map(str, readers))
+        return (f"{launch}, element {i} of x was read {int(counts[i])} times (by {by}): some elements are "
+                "read, and added, more than once. Each element is to be read once over the whole launch: "
+                "where does each block start, and how far must the whole grid move each step?")
+    if (counts == 0).any():
+        i = int(np.argmax(counts == 0))
+        return (f"{launch}, element {i} of x was never read: some elements are never added. Each element is "
+                "to be read once over the whole launch, the loop reaching the end of the array")
+    for block in range(blocks):
+        warps = acc["warp"].astype(int) // (threads // WARP_SIZE)
+        if not (warps == block).any():
+            return (f"{launch}, block {block} read no element of x: the work is to be spread over the "
+                    "blocks, each starting at its own part of x (from blockIdx.x) and the grid moving on "
+                    "together, not done by one block")
+    return None
+
+
 def _race(logs: list) -> str | None:
     """A message for the first write by two warps of a block to one entry, or else for the first read,
     that no barrier separates from another thread's write of the same entry in its block, else None."""
@@ -405,7 +442,15 @@ def check_reduce_sum(kernel) -> object:
         if loads > 2 * -(-COUNT_SIZE // WARP_SIZE):
             return report(name, False, f"{COUNT_SIZE} elements of x took {loads} warp load instructions: "
                           "they were read one after another. In the grid-stride loop every thread reads its "
-                          "own elements (i, i + blockDim.x), so one instruction loads 32 of them")
+                          "own elements, beside its warp's other lanes, so one instruction loads 32 of them")
+        unread = _reads_each_once(traced, COUNT_SIZE, SUM_BLOCK)
+        if unread:
+            return report(name, False, unread)
+        spread_x = rng.standard_normal(SPREAD_SIZE, dtype=np.float32)
+        spread = trace.trace(kernel, SUM_BLOCKS, SUM_BLOCK, spread_x, np.zeros(1, np.float32))
+        unread = _reads_each_once(spread, SPREAD_SIZE, SUM_BLOCK, SUM_BLOCKS)
+        if unread:
+            return report(name, False, unread)
         unshuffled = _missing_shuffles(shuffles, SUM_BLOCKS, SUM_BLOCK)
         if unshuffled:
             return report(name, False, unshuffled)
@@ -480,13 +525,13 @@ def _sum_hint(kernel, n: int, got) -> str:
     kernel[SUM_BLOCKS, SUM_BLOCK](ones, out)
     counted = float(out[0])
     if counted > n:
-        return (f"with every element 1 it gives {counted:g}: some elements are added more than once. Each "
-                "step, a block takes 2 x blockDim.x elements: where does each block start, and how far must "
-                "the whole grid move?")
+        return (f"with every element 1 it gives {counted:g}: some elements are added more than once. Where "
+                "does each block start, and how far must the whole grid move each step to pass every "
+                "block's elements?")
     if counted < n:
         return (f"with every element 1 it gives {counted:g}: some elements are never added. Check that the "
-                "loop reaches every element (both i and i + blockDim.x, over the whole array) and that the "
-                "block level adds every warp's sum")
+                "loop reaches every element of its part, over the whole array, and that the block level adds "
+                "every warp's sum")
     return "every element is counted once, but the values do not add up: check what each step adds"
 
 
@@ -765,7 +810,10 @@ def check_predicted_time(predicted_us, result=None) -> object:
         fits = lesson.launch_model(measured_result, [PREDICT_VARIANT, "vec4", lesson.CUPY])
         fits = fits.set_index("variant")
         hidden = _hidden_fits(fits, np.random.default_rng())
-        for table, sizes in ((hidden, MODEL_SIZES), (fits, (*MODEL_SIZES, MEASURED_SIZE))):
+        other_order = [v for v in fits.index if v != PREDICT_VARIANT] + [PREDICT_VARIANT]  # row 0, then last
+        tables = ((hidden, MODEL_SIZES), (hidden.loc[other_order], MODEL_SIZES),
+                  (fits.loc[other_order], (*MODEL_SIZES, MEASURED_SIZE)))
+        for table, sizes in tables:
             got = {}
             for n in sizes:
                 try:
@@ -775,10 +823,11 @@ def check_predicted_time(predicted_us, result=None) -> object:
             fit = table.loc[PREDICT_VARIANT]
             for n in reversed(MODEL_SIZES):  # the largest first: where the bandwidth weighs most
                 if not abs(got[n] / _model_us(fit, n) - 1) <= MODEL_TOLERANCE:
-                    given = "a fits table of other parameters" if table is hidden else "section 8's fits"
+                    given = ("section 8's fits" if table is tables[-1][0] else "a fits table of other "
+                             "parameters") + f" (rows {', '.join(table.index)})"
+                    hint = _row_hint(got, table) or _time_hint(got, fit, fits.loc[PREDICT_VARIANT])
                     return report(name, False, f"n = {n:,} with {given}: you predict {got[n]:.6g} us, not "
-                                  f"the model of {PREDICT_VARIANT} within +-{MODEL_TOLERANCE:.2%}; "
-                                  f"{_time_hint(got, fit, fits.loc[PREDICT_VARIANT])}")
+                                  f"the model of {PREDICT_VARIANT} within +-{MODEL_TOLERANCE:.2%}; {hint}")
         rows = lesson.sweep_rows(measured_result)
         rows = rows[rows["variant"] == PREDICT_VARIANT].set_index("size")
         measured = 1e3 * float(rows.loc[MEASURED_SIZE, "median_ms"])
@@ -791,6 +840,17 @@ def check_predicted_time(predicted_us, result=None) -> object:
                       f"the measured time at 2^28 (within {PREDICT_TOLERANCE:.0%})")
 
     return guarded(name, attempt)
+
+
+def _row_hint(got: dict, table) -> str | None:
+    """A hint if the prediction is another row's model of this table (a row picked by position, or the
+    wrong name), else None."""
+    for variant, fit in table.iterrows():
+        if variant != PREDICT_VARIANT and all(abs(got[n] / _model_us(fit, n) - 1) <= MODEL_TOLERANCE
+                                              for n in MODEL_SIZES):
+            return (f"that is the model of the {variant} row of this table: the rows come in no fixed order, "
+                    f"so pick {PREDICT_VARIANT}'s by its name (fits.loc[...]), not by position")
+    return None
 
 
 def _time_hint(got: dict, fit, recorded) -> str:

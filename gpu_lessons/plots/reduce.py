@@ -102,8 +102,8 @@ def steps_in_order(
     best = int(np.argmax(values))
     return with_alt(fig, f"Horizontal bars, one per variant in teaching order, of {unit} as a share of "
                     f"the {label} ({ceiling:,.0f} {unit}) on a log scale, with each step's speed-up over "
-                    f"the one above: from {names[0]} at {percents[0]:.3g}% to {names[best]} at "
-                    f"{percents[best]:.3g}%.")
+                    f"the one above: from {names[0]} at {percents[0]:.3g}% (top) to {names[-1]} at "
+                    f"{percents[-1]:.3g}% (bottom); the highest is {names[best]} at {percents[best]:.3g}%.")
 
 
 def _ceiling(ax: Axes, value: float, label: str) -> None:
