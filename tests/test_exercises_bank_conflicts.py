@@ -429,3 +429,36 @@ def test_a_gcd_with_32_fails_at_a_padding_of_32():  # review R34c, 8
     assert {32, 48} <= set(ex.CHECKED_PADDINGS) and ex.column_read_wavefronts(32)[0] == 32
     result = ex.check_float64_column(lambda p: 2 * math.gcd(p, 32) if p else 32)
     assert not result.passed and "with 32 float64 of padding a row you give 64" in result.message
+
+
+def test_every_padding_to_64_is_checked():  # review R34d, 9: two random paddings passed a table wrong at one
+    def wrong_at(bad):
+        def answer(padding):  # the learner's own formula, off at one padding
+            return 2 * math.gcd(padding, 16) + (2 if padding == bad else 0)
+        return answer
+    for bad in (36, 5, 40, 64):
+        result = ex.check_float64_column(wrong_at(bad))
+        assert not result.passed and f"with {bad} float64 of padding" in result.message, result
+        assert f"{ex.column_read_wavefronts(bad)[0]} wavefronts" not in result.message
+    assert ex.check_float64_column(lambda padding: 2 * math.gcd(padding, 16)).passed
+
+
+@cuda.jit
+def swizzled_tile_clamped_edges(a, out):
+    """Right output, but the edge tiles' loads clamp the index instead of skipping: extra requests."""
+    tile = cuda.shared.array((32, 32), numba.float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    rows, cols = a.shape
+    col, row = cuda.blockIdx.x * 32 + tx, cuda.blockIdx.y * 32 + ty
+    for step in range(0, 32, cuda.blockDim.y):
+        tile[ty + step, tx ^ (ty + step)] = a[min(row + step, rows - 1), min(col, cols - 1)]
+    cuda.syncthreads()
+    out_col, out_row = cuda.blockIdx.y * 32 + tx, cuda.blockIdx.x * 32 + ty
+    for step in range(0, 32, cuda.blockDim.y):
+        if out_row + step < cols and out_col < rows:
+            out[out_row + step, out_col] = tile[tx, (ty + step) ^ tx]
+
+
+def test_clamped_edge_loads_are_named():  # review R34d, 10
+    result = ex.check_swizzled_tile(swizzled_tile_clamped_edges)
+    assert not result.passed and "clamping the index" in result.message, result

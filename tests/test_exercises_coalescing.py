@@ -640,3 +640,38 @@ def test_the_leftovers_go_to_threads_past_the_groups_of_a_right_sized_launch(): 
     for block in (32, 48, 100):
         assert ex.check_scale_vec4(scale_with_block(right_kernel, block), right_kernel).passed, block
     assert ex.check_scale_vec4(scale_with_block(first, 32), first).passed is False
+
+
+@cuda.jit
+def speed_reads_each_velocity_twice(soa, out):
+    """Right: each thread reads its own vx and vy twice (no extra DRAM traffic: the same addresses)."""
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = (soa[2, i] * soa[2, i] + soa[3, i] * soa[3, i]) ** 0.5
+
+
+@cuda.jit
+def speed_reads_a_neighbours_velocity(soa, out):
+    """Right values, but each thread also reads its pair neighbour's vx: every vx is read by two threads."""
+    i = cuda.grid(1)
+    if i < out.size:
+        vx, vy = soa[2, i], soa[3, i]
+        out[i] = (vx * vx + vy * vy) ** 0.5 + 0.0 * soa[2, i ^ 1]
+
+
+def test_a_thread_may_reread_its_own_velocity():  # review R34d, 4
+    assert ex.check_soa_conversion(soa_written, speed_reads_each_velocity_twice).passed
+    result = ex.check_soa_conversion(soa_written, speed_reads_a_neighbours_velocity)
+    assert not result.passed and "read by more than one thread" in result.message, result
+
+
+def scale_refuses_4_and_8_bytes_only(x, a):
+    """Refuses x[1:] and x[2:] but not x[3:] (12 bytes past a 16-byte boundary)."""
+    if x.ctypes.data % 16 in (4, 8):
+        raise ValueError("misaligned")
+    return _launch(right_kernel, x, a)
+
+
+def test_a_12_byte_misalignment_is_refused_too():  # review R34d, 3
+    result = ex.check_scale_vec4(scale_refuses_4_and_8_bytes_only, right_kernel)
+    assert not result.passed and "x[3:] starts 12 bytes past" in result.message, result

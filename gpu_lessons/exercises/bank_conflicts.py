@@ -16,8 +16,8 @@
    every shared word inside the first 1,024, and the bank conflicts zero.
 3. A float64 tile read by column: the wavefronts of the read for any padding (float64 elements per
    row), which the rule of thumb ("pad by one") does not give: 8-byte accesses go by half-warps, and
-   paddings 2, 4, 6 ... leave conflicts, and 16 as many as none. Checked at fixed paddings and at
-   two drawn from 5..40 each run (a table of values fails). (For a column read, section 1's gcd rule
+   paddings 2, 4, 6 ... leave conflicts, and 16 as many as none. Checked at the lesson's paddings, then
+   at every padding 0..64 (a table wrong at any one fails). (For a column read, section 1's gcd rule
    applied to the stride in words gives the same counts as the half-warp model, at every padding: a
    right answer, which the lesson no longer hands out as a shortcut. So does a whole-warp count of the
    distinct words in the busiest bank: lanes r and r + 16 land on the same bank pair, so the whole warp
@@ -276,8 +276,10 @@ def check_swizzled_tile(kernel) -> object:
             if requests[op] > GLOBAL_REQUESTS_SLACK * reference[op]:
                 return report(name, False, f"the {what} took {requests[op] / reference[op]:.1f} times the "
                               "warp requests a tile needs: each element goes through global memory once. "
-                              "The block's warps share the tile's rows between them (a warp takes every "
-                              "eighth row), rather than each moving the whole tile")
+                              "Threads past the matrix's edges access nothing (guard them; clamping the "
+                              "index loads an edge element again), and the block's warps share the tile's "
+                              "rows between them (a warp takes every eighth row), rather than each moving "
+                              "the whole tile")
         touched = shared_bytes_touched(counts)
         if touched > TILE_BYTES:
             return report(name, False, f"your tile reaches byte {touched:,} of shared memory, past the "
@@ -322,7 +324,8 @@ def solution_swizzled_tile(a, out):
 CHECKED_PADDINGS = (0, 1, 2, 3, 4, 6, 8, 12, 16, 32, 48)  # float64 elements a row; the float32 rule misses
 # 2, 4, 6 ...; 16 is as bad as none (a rule of gcd(p, 8) misses it), and so are 32 and 48 (a rule of
 # 2 gcd(p, 32) misses them)
-RANDOM_PADDINGS = (5, 40, 2)  # and two paddings drawn from 5..40 each run: a table of the fixed ones fails
+ALL_PADDINGS = range(65)  # then every padding 0..64 (cheap for a formula or a count): a table wrong at any
+# one of them fails, every run
 
 
 def column_read_wavefronts(padding: int) -> tuple[int, int]:
@@ -347,9 +350,8 @@ def check_float64_column(answer) -> object:
                           "the exercise is to count the wavefronts yourself, from the banks")
         if refusal:
             return refusal
-        low, high, draws = RANDOM_PADDINGS
-        drawn = np.random.default_rng().choice(np.arange(low, high + 1), draws, replace=False)
-        for padding in (*CHECKED_PADDINGS, *map(int, drawn)):
+        rest = [p for p in ALL_PADDINGS if p not in CHECKED_PADDINGS]
+        for padding in (*CHECKED_PADDINGS, *rest):
             try:
                 got = answer(padding)
             except Exception as error:  # noqa: BLE001 - the learner's code: any error is feedback
