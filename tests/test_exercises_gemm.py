@@ -941,6 +941,109 @@ def test_a_micro_tile_written_for_the_named_shape_fails_on_the_other():
         assert "at 20x16 @ 16x66" in message and "sizes written in" in message, message
 
 
+# ----------------------------------------------------------------------------- the fourth review (fixR6d)
+@cuda.jit
+def tile_loop_run_twice(a, b, c):
+    """Right answer, redundant work: the tile's loop run twice, each product halved (2x shared reads)."""
+    a_tile = cuda.shared.array((16, 16), numba.float32)
+    b_tile = cuda.shared.array((16, 16), numba.float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    row, col = cuda.blockIdx.y * TILE + ty, cuda.blockIdx.x * TILE + tx
+    m, depth = a.shape
+    n = b.shape[1]
+    acc = numba.float32(0.0)
+    for start in range(0, depth, TILE):
+        a_tile[ty, tx] = a[row, start + tx] if row < m and start + tx < depth else 0.0
+        b_tile[ty, tx] = b[start + ty, col] if start + ty < depth and col < n else 0.0
+        cuda.syncthreads()
+        for _ in range(2):
+            for k in range(TILE):
+                acc += numba.float32(0.5) * a_tile[ty, k] * b_tile[k, tx]
+        cuda.syncthreads()
+    if row < m and col < n:
+        c[row, col] = acc
+
+
+@cuda.jit
+def micro_reload_every_other_k(a, b, c):
+    """Right answer, a0 read again on every other k: 4.45 global loads per k per thread, not 3.89."""
+    m, depth = a.shape
+    n = b.shape[1]
+    row = 2 * (cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y)
+    col = 2 * (cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x)
+    if row >= m or col >= n:
+        return
+    h1, w1 = row + 1 < m, col + 1 < n
+    acc00 = acc01 = acc10 = acc11 = np.float32(0)
+    for k in range(depth):
+        a0 = a[row, k]
+        b0 = b[k, col]
+        a1 = a[row + 1, k] if h1 else np.float32(0)
+        b1 = b[k, col + 1] if w1 else np.float32(0)
+        acc00 = cuda.fma(a0, b0, acc00)
+        if k % 2 == 0:
+            a0 = a[row, k]
+        acc01 = cuda.fma(a0, b1, acc01)
+        acc10 = cuda.fma(a1, b0, acc10)
+        acc11 = cuda.fma(a1, b1, acc11)
+    c[row, col] = acc00
+    if w1:
+        c[row, col + 1] = acc01
+    if h1:
+        c[row + 1, col] = acc10
+        if w1:
+            c[row + 1, col + 1] = acc11
+
+
+def one_more_block_per_side(m, n, k, bm, bn):
+    """n // bn + 1 blocks always: 1/128 too many at 16x16 tiles, 0.39% from the loads plus C."""
+    return ((n // bn + 1) * m * k + (m // bm + 1) * n * k) * 4 / 32
+
+
+@cuda.jit
+def c1_one_past_a_piece(out):
+    """c1 = 128 + 4 * lane + 1: not a piece's first column (c1 // 4 floors it to the right piece)."""
+    row = cuda.shared.array(256, numba.float32)
+    lane = cuda.threadIdx.x
+    for i in range(lane, 256, 32):
+        row[i] = i
+    cuda.syncthreads()
+    c0 = 4 * lane
+    c1 = 128 + 4 * lane + 1
+    x0, x1, x2, x3 = load4_shared(row, c0 // 4)
+    y0, y1, y2, y3 = load4_shared(row, c1 // 4)
+    out[lane, 0], out[lane, 1], out[lane, 2], out[lane, 3] = x0, x1, x2, x3
+    out[lane, 4], out[lane, 5], out[lane, 6], out[lane, 7] = y0, y1, y2, y3
+
+
+def test_the_tile_loop_run_twice_fails_on_its_shared_loads(capsys):
+    result = ex.check_tiled_kernel(tile_loop_run_twice)
+    assert not result.passed and "128.0 shared loads per thread" in result.message, result.message
+    assert "run more than once" in result.message
+
+
+def test_a_redundant_global_reload_fails(capsys):
+    result = ex.check_micro_tile_kernel(micro_reload_every_other_k)
+    assert not result.passed and "global loads per k per thread" in result.message, result.message
+
+
+def test_the_counts_c_hint_needs_the_loads_plus_c_exactly(capsys):
+    result = ex.check_global_sectors(one_more_block_per_side)
+    assert not result.passed and "counts C" not in result.message, result.message
+    assert "counts C too" in ex.check_global_sectors(sectors_with_c).message
+    assert str(ex.solution_global_sectors(2048, 2048, 2048, 16, 16)) not in result.message
+
+
+def test_a_piece_must_start_at_a_multiple_of_4(capsys):
+    for _ in range(2):  # the same message every run, whichever lane the simulator ran first
+        result = ex.check_conflict_free_pieces(c1_one_past_a_piece)
+        assert not result.passed, result.message
+        assert result.message.endswith("c1 is 129, not a multiple of 4: a piece starts at a multiple of 4 "
+                                       "floats (c1 names its first column; load4_shared(row, c1 // 4) rounds "
+                                       "it down, so the load reads other columns than the ones you named)")
+
+
+
 WRONG_ANSWERS = [
     (ex.check_tiled_kernel, aliased_tiled_solution),
     (ex.check_micro_tile_kernel, micro_sizes_written_in),
@@ -997,6 +1100,10 @@ WRONG_ANSWERS = [
     (ex.check_global_sectors, whole_panels_at_the_edges),
     (ex.check_global_sectors, k_rounded_to_k_tiles),
     (ex.check_tiled_kernel, last_tile_bound_remainder),
+    (ex.check_tiled_kernel, tile_loop_run_twice),
+    (ex.check_micro_tile_kernel, micro_reload_every_other_k),
+    (ex.check_global_sectors, one_more_block_per_side),
+    (ex.check_conflict_free_pieces, c1_one_past_a_piece),
 ]
 
 (test_notebook_has_one_cell_per_exercise, test_skeleton_fails, test_solution_passes,
