@@ -1255,8 +1255,8 @@ def _observation(step: str, previous: str, result: LessonResult) -> str:
     if step == "shared_tiled":
         per_ffma = _ncu(evidence, previous, "instructions") / (_ncu(evidence, previous, "thread_ffma") / 32)
         return (f"ncu: {per_ffma:.0f} instructions per FFMA, issue slots {ncu_('issue_active', '.0f', '%')} "
-                f"busy, FFMAs at {fp32(previous)} of the FP32 peak: issue-bound (address arithmetic, "
-                "loads, the loop), not waiting on DRAM")
+                f"busy, FFMAs at {fp32(previous)} of the FP32 peak: most instructions are not FFMAs (address "
+                "arithmetic, loads, the loop), and DRAM is not what it waits on")
     if step == "register_1d":
         loads = memory.get("LDS", 0) + memory.get("LDS.128", 0)
         return (f"SASS hot loop: {loads} shared loads for {summary.get('loop_ffma', 0)} FFMA ({share} "
