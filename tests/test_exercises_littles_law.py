@@ -389,12 +389,14 @@ def _draws(count=200):
 
 def test_exercise_1_gives_no_bandwidth_to_go_between():
     """Review R12c: the learner gets SMs, a ceiling and a latency per load, no GB/s of any copy; the old
-    answers that went between the recording's loads (its GB/s, or the law at its latencies) cannot run."""
+    answers that went between the recording's loads (its GB/s, or the law at its latencies) cannot run
+    (review R12d: the lesson's functions they call reach its model of the law, so they are refused first)."""
     gpu = ex.MadeUpGPU.draw(np.random.default_rng(0))
     assert {f.name for f in dataclasses.fields(gpu)} == {"sms", "ceiling_gbps", "latency_ns"}
     for answer in (_gbps_between, _latency_between):
         result = ex.check_predict_bandwidth(answer)
-        assert not result.passed and "raised" in result.message, result
+        assert not result.passed, result
+        assert "raised" in result.message or "your function calls kernels." in result.message, result
 
 
 def test_exercise_1_the_law_passes_and_every_slip_fails_on_every_draw():
@@ -486,3 +488,64 @@ def test_exercise_3_refuses_redundant_loads():
     """Review R12b: loading each element twice (4 loads, then 4 stores) passed as "4 loads per thread"."""
     result = ex.check_copy2_kernel(_copy2_loads_twice)
     assert not result.passed and "more than once" in result.message, result
+
+
+@pytest.mark.parametrize("answer, named", [
+    (lambda gpu, w, l, b: ex.little(gpu, w, l, b), "exercises.little"),
+    (ex.little, "exercises.little"),
+    (lambda gpu, w, l, b: min(gpu.ceiling_gbps, float(lesson.k.littles_law_gbps(
+        w * 32 * l * b, gpu.latency_ns[w * 32 * l * b], gpu.sms, gpu.ceiling_gbps))),
+     "kernels.littles_law_gbps")])
+def test_exercise_1_refuses_the_checks_and_the_lessons_model(answer, named):
+    """Review R12d: the check's own model, exercises.little, passed (called, or handed in itself); so would
+    the lesson's. Each is refused by name, with no bandwidth in the message."""
+    result = ex.check_predict_bandwidth(answer)
+    assert not result.passed and named in result.message and "GB/s" not in result.message, result
+
+
+def _floor_warps(threads, registers, shared):  # review R12d: a block's warps as threads // 32, not up
+    warps = threads // 32
+    per_warp = -(-registers * 32 // 256) * 256
+    by = {"warps": 64 // warps, "threads": 2048 // threads, "blocks": 32,
+          "registers": 4 * (16_384 // per_warp) // warps,
+          "shared memory": 233_472 // (-(-(shared + 1024) // 128) * 128)}
+    blocks = min(by.values())
+    return blocks, next(name for name, n in by.items() if n == blocks)
+
+
+def test_exercise_2_holds_warps_rounded_up_on_every_run():
+    """Review R12d: every shape had whole warps, so threads // 32 passed; the named (112, 87) and (338, 25)
+    take 5 blocks by the calculator and 6 by the floor, and random shapes include any thread count."""
+    limits = occupancy.recorded_limits()
+    for shape in ((112, 87, 0), (338, 25, 0)):
+        assert lesson.calculated_occupancy(*shape, limits, opt_in=True).blocks_per_sm == 5
+        assert ex.solution_occupancy_by_hand(*shape)[0] == 5 and _floor_warps(*shape)[0] == 6
+    shapes = ex.occupancy_shapes(np.random.default_rng(3))
+    assert sum(t % 32 != 0 for t, _, _ in shapes[len(ex.OCCUPANCY_CASES):]) >= 10
+    assert all(lesson.calculated_occupancy(*s, limits, opt_in=True).blocks_per_sm
+               == ex.solution_occupancy_by_hand(*s)[0] for s in shapes)
+    for _ in range(3):
+        result = ex.check_occupancy_by_hand(_floor_warps)
+        assert not result.passed and "112 threads, 87 registers" in result.message, result
+        assert "5 blocks" not in result.message, result.message
+
+
+def _model_through_the_lesson(latency, warps):  # review R12d: the lesson's model function, looped
+    chains = 1
+    while float(np.asarray(lesson.k.fma_model_fraction(warps, chains, latency))) < 1:
+        chains += 1
+    return chains
+
+
+def _measured_own_recording(points, warps, share):  # its own recording, not the rows it is given
+    rows = lesson.fma_points(lessons.load("littles_law", live=False))
+    rows = rows[(rows["warps_per_sm"] == warps) & (rows["fraction_of_peak"] >= share)]
+    return int(rows["chains"].min()) if len(rows) else None
+
+
+def test_exercise_4_refuses_the_lessons_model_and_a_recording():
+    """Review R12d: kernels.fma_model_fraction in a loop answered the model; a reader answered the rest."""
+    result = ex.check_chains_for_peak(_model_through_the_lesson, ex.solution_chains_measured)
+    assert not result.passed and "kernels.fma_model_fraction" in result.message, result
+    result = ex.check_chains_for_peak(ex.solution_chains_for_peak, _measured_own_recording)
+    assert not result.passed and "lessons.load" in result.message, result

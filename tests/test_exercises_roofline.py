@@ -195,3 +195,58 @@ def test_course_code_is_refused():
         lambda share, bw, peak: ex.solution_fmas_for_share(share, bw, peak)).message
     assert "solution_predicted_time" in ex.check_predicted_time(
         lambda n, k, bw, peak: ex.solution_predicted_time(n, k, bw, peak)).message
+
+
+@cuda.jit
+def block_size_written_in(x, y, a, b):  # the index for blocks of 256 only (review R12d)
+    i = cuda.blockIdx.x * 256 + cuda.threadIdx.x
+    if i < x.size:
+        v = x[i]
+        for _ in range(4):
+            v = cuda.fma(v, a, b)
+        y[i] = v
+
+
+@cuda.jit
+def bound_written_in(x, y, a, b):  # right up to 2,048 elements, above every size the check used (R12d)
+    i = cuda.grid(1)
+    if i < x.size and i < 2048:
+        v = x[i]
+        for _ in range(4):
+            v = cuda.fma(v, a, b)
+        y[i] = v
+
+
+def test_exercise3_launches_another_block_size_and_a_larger_size():
+    """Review R12d: a block size written into the index and a bound of 2,048 passed when every launch had
+    blocks of 256 and at most 2,000 elements."""
+    result = ex.check_fma4_kernel(block_size_written_in)
+    assert not result.passed and "blocks of 96" in result.message and "cuda.grid(1)" in result.message, result
+    result = ex.check_fma4_kernel(bound_written_in)
+    assert not result.passed and "wrong at 5,000" in result.message, result
+    assert "are sizes written in" in result.message, result.message
+    assert "y[" not in result.message, result.message
+
+
+_RECORDED = ex.lessons.load("roofline", live=False).table  # loaded beforehand, then looked up (review R12d)
+
+
+def lookup_then_model(n, k, bandwidth_gbps, peak_gflops):  # the recorded time where there is one
+    rows = _RECORDED[(_RECORDED["variant"] == "fma_intensity") & (_RECORDED["param"] == float(k))]
+    if len(rows):
+        return float(rows["median_ms"].iloc[0])
+    return max(8 * n / bandwidth_gbps / 1e6, 2 * k * n / peak_gflops / 1e6)
+
+
+def through_the_roof(n, k, bandwidth_gbps, peak_gflops):  # the lesson's roof answers it (review R12d)
+    return 2 * k * n / float(ex.lesson.attainable_gflops(k / 4, bandwidth_gbps, peak_gflops)) / 1e6
+
+
+def test_exercise4_refuses_a_looked_up_time():
+    """Review R12d: a table loaded beforehand, a reader called inside, and the lesson's roof each passed;
+    each is refused by name, with no time in the message."""
+    for answer, named in ((lookup_then_model, "_RECORDED"), (recorded_lookup, "lessons.load"),
+                          (through_the_roof, "attainable_gflops")):
+        result = ex.check_predicted_time(answer)
+        assert not result.passed and named in result.message, result
+        assert not re.search(r"\d\.\d+ ?ms|\bms\b", result.message), result.message

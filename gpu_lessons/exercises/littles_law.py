@@ -4,10 +4,12 @@
    SMs, its ceiling and the latency a copy sees at each load (bytes in flight per SM), and no bandwidth:
    the learner works out the bytes in flight and 2 x bytes x SMs / latency, capped by the ceiling. Checked
    within 2% against that model (the numbers are made up: there is no measurement to hold it to); a
-   function that reads a recording or calls a reference solution is refused.
+   function that reads a recording, calls the check's or the lesson's model or a reference solution is
+   refused.
 2. Occupancy by hand: blocks per SM and the limiting resource for any launch shape, by the steps (the
    register allocation unit, the sub-partitions, the shared-memory reservation, the block limit),
-   checked on named and random shapes against the occupancy calculator on the H200's recorded SM limits
+   checked on named and random shapes (threads not a multiple of 32 among them) against the occupancy
+   calculator on the H200's recorded SM limits
    (the calculator agrees with the driver: see the deep dive), which is switched off while the
    learner's function runs.
 3. Two loads in flight per thread: a copy unrolled as the notes unroll ``c = a*b + c``, checked
@@ -17,7 +19,8 @@
    launch, the last block's tail included), in blocks of 64 and of 96.
 4. How many independent FMA chains reach the peak at 16 warps per SM: the model's answer from the
    recorded FMA latency, and the measured answer read from the recording (90% of the peak); the lesson
-   works the same question at 8 warps per SM.
+   works the same question at 8 warps per SM. A function that calls the lesson's model
+   (``kernels.fma_model_fraction``) or reads a recording is refused.
 """
 
 from __future__ import annotations
@@ -31,11 +34,12 @@ import numpy as np
 from numba import cuda
 
 from .. import occupancy as occ
+from ..kernels import littles_law as kernels
 from ..lessons import littles_law as lesson
 from ..mode import choose_mode
 from ..results import LessonResult, read_result
 from ..sim import trace
-from . import guarded, report
+from . import guarded, refuse, report
 from .reach import answers, reaches
 
 # ----------------------------------------------------------------------------- exercise 1
@@ -145,58 +149,24 @@ def judged(predict, gpu: MadeUpGPU):
 
 
 def recording_readers() -> list[tuple[object, str]]:
-    """The course's functions that read a recording (and what a refusal calls them), and the reference
-    solutions: exercise 1 must be worked out from ``gpu``, not looked up."""
-    from .. import lessons  # here: gpu_lessons.lessons imports this package's lesson modules
-    from ..lessons import runner
-    from ..results import store
-
-    readers = [(lessons.load, "lessons.load"), (runner.load, "lessons.runner.load"),
-               (lessons.roof, "lessons.roof"), (store.read_result, "results.read_result"),
-               (store.read_probe, "results.read_probe"), (store.list_recordings, "results.list_recordings")]
-    readers += [(getattr(store, n), f"results.store.{n}") for n in dir(store) if n.startswith("_read_")]
-    return [(f, f"{what}, which reads a recording") for f, what in readers] + [
+    """The course's functions that read a recording (and what a refusal calls them), the reference
+    solutions, and the helpers that compute exercise 1's answer: it must be worked out from ``gpu``."""
+    return refuse.recording_readers() + [
         (s, f"exercises.{s.__name__}, the reference solution") for s in answers(sys.modules[__name__])]
 
 
-def own_recordings(function, namespace=None, seen=None) -> list[str]:
-    """The names through which ``function`` (or a function of the learner's it calls, defined beside it)
-    reads a ``LessonResult`` it was not given: a global, a closure cell or a default argument. reach.reaches
-    follows functions, not data, so a recording loaded beforehand (``h200 = lessons.load(...)``) is looked
-    for here."""
-    function = getattr(function, "py_func", function)
-    code = getattr(function, "__code__", None)
-    globals_ = getattr(function, "__globals__", None)
-    namespace = globals_ if namespace is None else namespace
-    seen = set() if seen is None else seen
-    if code is None or globals_ is not namespace or id(function) in seen:
-        return []  # not the learner's: the course's, a library's, a builtin
-    seen.add(id(function))
-    values = [(n, namespace[n]) for n in _names(code) if n in namespace]
-    values += [(n, cell.cell_contents) for n, cell in zip(code.co_freevars, function.__closure__ or (),
-                                                         strict=False) if _filled(cell)]
-    values += [("a default argument", v) for v in (function.__defaults__ or ())]
-    values += [(f"the default of {n}", v) for n, v in (function.__kwdefaults__ or {}).items()]
-    found = [n for n, v in values if isinstance(v, LessonResult)]
-    for _, value in values:
-        found += own_recordings(value, namespace, seen)
-    return found
+def model_helpers() -> list[tuple[object, str]]:
+    """The course's functions that compute exercise 1's answer, or its bytes in flight (review R12d: the
+    check's own model, called, passed)."""
+    return [(little, "exercises.little, the check's own model"),
+            (bytes_in_flight, "exercises.bytes_in_flight, the check's own count"),
+            (kernels.littles_law_gbps, "kernels.littles_law_gbps, the lesson's model"),
+            (kernels.bytes_in_flight_per_sm, "kernels.bytes_in_flight_per_sm, the lesson's count")]
 
 
-def _names(code) -> set:
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if hasattr(const, "co_names"):
-            names |= _names(const)
-    return names
-
-
-def _filled(cell) -> bool:
-    try:
-        cell.cell_contents  # noqa: B018 (an empty cell raises)
-    except ValueError:
-        return False
-    return True
+def own_recordings(function) -> list[str]:
+    """The names through which ``function`` reads a ``LessonResult`` it was not given (refuse.own_data)."""
+    return refuse.own_data(function, LessonResult)
 
 
 def refusal(predict) -> str | None:
@@ -211,6 +181,10 @@ def refusal(predict) -> str | None:
     if own:
         return (f"your function reads a recording of its own ({own[0]}): the exercise is to work the "
                 "bandwidth out from `gpu` (a made-up GPU, not the H200) with Little's Law, not to look it up")
+    for helper, what in model_helpers():
+        if reaches(predict, helper):
+            return (f"your function calls {what}: the exercise is to work the bandwidth out from `gpu` "
+                    "with Little's Law yourself")
     return None
 
 
@@ -258,8 +232,11 @@ def solution_predict_bandwidth(gpu, warps_per_sm, loads_per_thread, bytes_per_lo
 # too: it does not test the unit). (64, 16, 7,172) and (128, 16, 14,340) test the unit, with shared memory
 # the limit: 28 and 15 blocks at 128 bytes, 27 and 14 at 256, 26 and 14 at 512, 25 and 14 at 1 KiB
 # (review R12b: random shapes told 1 KiB from 128 bytes 0.235% of the time, so 1 KiB passed 91% of runs).
+# (112, 87, 0) and (338, 25, 0) have threads not a multiple of 32: a block's warps round up (4 and 11), and
+# warps counted as threads // 32 give 6 blocks, not 5 (review R12d: every shape was whole warps, so the
+# floor passed); random shapes are whole warps half the time, any 33 to 1,024 threads the other half.
 OCCUPANCY_CASES = ((128, 33, 0), (256, 32, 45 * 1024), (32, 16, 0), (96, 72, 20 * 1024), (32, 16, 22_276),
-                   (64, 16, 7_172), (128, 16, 14_340))
+                   (64, 16, 7_172), (128, 16, 14_340), (112, 87, 0), (338, 25, 0))
 OCCUPANCY_RANDOM = 40
 OCCUPANCY_HINT = ("registers are allocated per warp in units of 256, and each of the SM's 4 sub-partitions "
                   "holds whole warps of its 16,384; shared memory adds a 1 KiB reservation per block; and "
@@ -298,7 +275,8 @@ def occupancy_shapes(rng, count: int = OCCUPANCY_RANDOM, limits=None) -> list[tu
     limits = limits or occ.recorded_limits()
     shapes = list(OCCUPANCY_CASES)
     while len(shapes) < len(OCCUPANCY_CASES) + count:
-        shape = (32 * int(rng.integers(1, 33)), int(rng.integers(16, 256)),
+        threads = int(rng.integers(1, 33) * 32 if rng.integers(0, 2) else rng.integers(33, 1025))
+        shape = (threads, int(rng.integers(16, 256)),
                  4 * int(rng.integers(0, 30 * 1024)) * int(rng.integers(0, 2)))
         if lesson.calculated_occupancy(*shape, limits, opt_in=True).blocks_per_sm > 0:
             shapes.append(shape)
@@ -520,6 +498,11 @@ def check_chains_for_peak(model, measured, result: LessonResult | None = None) -
 
     def attempt():
         why = calls_a_solution(model) or calls_a_solution(measured)
+        helpers = refuse.recording_readers() + [(kernels.fma_model_fraction, "kernels.fma_model_fraction, "
+                                                 "the lesson's model of this question")]  # review R12d
+        for function, (helper, what) in ((f, h) for f in (model, measured) for h in helpers):
+            if not why and reaches(function, helper):
+                why = f"your code calls {what}: the exercise is to work it out from what it is given"
         if why:
             return report(name, False, why)
         for latency in (4.0, 4.5, 6.0, 10.0, 24.0):

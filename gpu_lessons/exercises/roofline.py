@@ -5,7 +5,8 @@
 2. Using the roof: the fewest FMAs per element that reach a share of the FP32 ceiling.
 3. A kernel of given intensity: finish a kernel doing 4 FMAs per element, checked bit for bit against NumPy
    on sizes that are not a multiple of the block (one the lesson does not name), one load and one store
-   per element. Exercises 1, 2 and 4 refuse a function that calls the check's counter or a reference solution.
+   per element, also in blocks of 96 and on 5,000 elements. Exercises 1, 2 and 4 refuse a function that calls
+   the check's counter or a reference solution; exercise 4 also one that reads a recording.
 4. Predict a time from the model: fma_intensity's time from the ceilings, checked against the H200's
    recorded times at two k whose times the lesson does not print, and against the model on made-up GPUs.
 """
@@ -16,14 +17,17 @@ import math
 import sys
 
 import numpy as np
+import pandas as pd
 from numba import cuda
 
 from .. import lessons
 from ..kernels import roofline as k
 from ..lessons import roofline as lesson
+from ..results import LessonResult
 from ..sim import fma, trace
 from . import guarded, report
-from .refuse import refused
+from .reach import reaches
+from .refuse import own_data, recording_readers, refused
 
 # ----------------------------------------------------------------------------- exercise 1
 
@@ -139,15 +143,19 @@ EXERCISE_FMAS = 4
 
 TRAFFIC_N = 512  # a whole number of sectors: bytes per element come out exact
 FMA4_SIZES = (1027, 1300)  # the size the lesson names, one it does not; a third is drawn on each run
+# review R12d: a block size written into the index (blockIdx.x * 256) and a bound written in (i < 2048)
+# passed when every launch had blocks of 256 and at most 2,000 elements: blocks of 96, and 5,000 elements
+FMA4_OTHER_BLOCK = 96
+FMA4_LARGE = 5000
 STORES_N = 300  # fewer elements than the 512 threads launched: each element stored once, not twice
 
 
 def check_fma4_kernel(kernel) -> object:
     """``kernel(x, y, a, b)``: y[i] = 4 chained FMAs v = v*a + b starting from x[i], any length (1,027
-    elements, 1,300 and a size drawn on each run, which the lesson does not name); y bit for bit the fourth
-    FMA's result (a closed form of the chain rounds differently); and it moves 8 bytes per element (x
-    read once, y written once: counted by the traffic counter, and per element on a launch of more
-    threads than elements)."""
+    elements, 1,300, a size drawn on each run and 5,000, in blocks of 256, and 1,027 in blocks of 96); y bit
+    for bit the fourth FMA's result (a closed form of the chain rounds differently); and it moves 8 bytes
+    per element (x read once, y written once: counted by the traffic counter, and per element on a launch
+    of more threads than elements)."""
     name = "exercise 3 (a kernel of intensity 1 FLOP/byte)"
 
     def attempt():
@@ -159,16 +167,20 @@ def check_fma4_kernel(kernel) -> object:
         while second % k.THREADS_PER_BLOCK == 0:
             second += 1
         right_at = []
-        for n in (*FMA4_SIZES, second):  # right at the first, wrong at another: a size written in
+        launches = [(n, k.THREADS_PER_BLOCK) for n in (*FMA4_SIZES, second, FMA4_LARGE)]
+        for n, block in [*launches[:3], (FMA4_SIZES[0], FMA4_OTHER_BLOCK), launches[3]]:
             x = rng.standard_normal(n, dtype=np.float32)
             y = np.full(n, np.nan, np.float32)
-            blocks = -(-n // k.THREADS_PER_BLOCK)
-            kernel[blocks, k.THREADS_PER_BLOCK](x, y, k.FMA_A, k.FMA_B)
+            kernel[-(-n // block), block](x, y, k.FMA_A, k.FMA_B)
             expected = k.fma_chain_reference(x, EXERCISE_FMAS)
             wrong = np.isnan(y) | ~np.isclose(y, expected, rtol=1e-6, atol=1e-6)
+            if right_at and wrong.any() and block != k.THREADS_PER_BLOCK:
+                return report(name, False, f"right in blocks of {k.THREADS_PER_BLOCK}, wrong in blocks of "
+                              f"{block}: is a block size written into your index? Use cuda.grid(1) (or "
+                              "cuda.blockDim.x)")
             if right_at and wrong.any():
                 return report(name, False, f"right at {right_at[0]:,} elements, wrong at {n:,} (the lesson "
-                              "names only the first): are sizes written in? Use x.size")
+                              "names only the first): are sizes written in (or a bound on i)? Use x.size")
             if np.isnan(y).any():
                 return report(name, False, f"{int(np.isnan(y).sum())} of {n} outputs never written: does "
                               "every thread with i < x.size write y[i]?")
@@ -182,7 +194,8 @@ def check_fma4_kernel(kernel) -> object:
                               "chained FMAs but not bit for bit: store the fourth cuda.fma's result itself "
                               "(a closed form of the chain, v * a + b, or arithmetic beside the FMAs rounds "
                               "differently)")
-            right_at.append(n)
+            if block == k.THREADS_PER_BLOCK:
+                right_at.append(n)
         with fma.counted() as calls:
             moved = _traced_bytes(kernel) / TRAFFIC_N
         if calls[0] != EXERCISE_FMAS * TRAFFIC_N:
@@ -198,8 +211,9 @@ def check_fma4_kernel(kernel) -> object:
                           f"threads, {int((stores != 1).sum())} elements were stored and "
                           f"{int((loads != 1).sum())} loaded other than once: only threads with i < x.size "
                           "may touch x and y, each its own element once")
-        sizes = " and ".join(f"{n:,}" for n in right_at)
-        return report(name, True, f"{sizes} elements match NumPy bit for bit, and the traffic counter sees "
+        sizes = ", ".join(f"{n:,}" for n in right_at)
+        return report(name, True, f"{sizes} elements (and blocks of {FMA4_OTHER_BLOCK}) match NumPy bit for "
+                      "bit, and the traffic counter sees "
                       "8 bytes per element (one load, one store) for 8 FLOPs: I = 1 FLOP/byte")
 
     return guarded(name, attempt)
@@ -257,9 +271,20 @@ def check_predicted_time(predicted_ms) -> object:
 
     def attempt():
         no = refused(name, [predicted_ms], sys.modules[__name__], helpers=[
-            (lesson.time_budget, "roofline.time_budget, the lesson's own time model")])
+            (lesson.time_budget, "roofline.time_budget, the lesson's own time model"),
+            (lesson.attainable_gflops, "roofline.attainable_gflops, the lesson's roof")])
         if no:
             return no
+        # review R12d: the recorded times could be looked up, by a reader or from a table loaded beforehand
+        read = next((what for reader, what in recording_readers() if reaches(predicted_ms, reader)), None)
+        if read:
+            return report(name, False, f"your function calls {read}: the exercise is to predict the time "
+                          "from the ceilings you are given, not to look it up")
+        own = own_data(predicted_ms, (LessonResult, pd.DataFrame, pd.Series))
+        if own:
+            return report(name, False, f"your function reads a recording or a table of its own ({own[0]}): "
+                          "the exercise is to predict the time from the ceilings you are given, not to look "
+                          "it up")
         result = lessons.load("roofline", live=False)
         roof = lessons.roof(gpu=result.gpu)  # the recording's own GPU's roof, on any device
         rows = result.table[result.table["variant"] == "fma_intensity"].set_index("param")

@@ -555,7 +555,8 @@ def occupancy_rule(frame: pd.DataFrame, rule: float = 0.5, describe=None, proven
     below = frame["warps_per_sm"][frame["warps_per_sm"] < rule * most]
     end = float(np.sqrt(below.max() * rule * most)) if len(below) else rule * most / 1.4
     ax.axvspan(frame["warps_per_sm"].min() / 1.4, end, color=PALETTE[1], alpha=0.08, zorder=0)
-    ax.annotate(f"below {rule:.0%} occupancy:\n'too few warps'\nby the rule of thumb",
+    shaded = f" ({below.min():g}–{below.max():g} warps/SM)" if len(below) else ""  # review R12d: the band
+    ax.annotate(f"below {rule:.0%} occupancy{shaded}:\n'too few warps'\nby the rule of thumb",
                 xy=(frame["warps_per_sm"].min() / 1.4, 0.97), xytext=(6, 0), textcoords="offset points",
                 ha="left", va="top", fontsize=STYLE["note_size"], color=PALETTE[1])
     one_shot = tuple(frame.attrs.get("kinds", ())) == ("copy",)
