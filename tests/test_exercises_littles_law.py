@@ -549,3 +549,13 @@ def test_exercise_4_refuses_the_lessons_model_and_a_recording():
     assert not result.passed and "kernels.fma_model_fraction" in result.message, result
     result = ex.check_chains_for_peak(ex.solution_chains_for_peak, _measured_own_recording)
     assert not result.passed and "lessons.load" in result.message, result
+
+
+def test_the_lessons_bytes_in_flight_count_may_be_used():  # review E: a correct answer was refused
+    from gpu_lessons.kernels import littles_law as lesson_kernels
+
+    def predict(gpu, warps_per_sm, loads_per_thread, bytes_per_load):
+        in_flight = lesson_kernels.bytes_in_flight_per_sm(warps_per_sm, loads_per_thread, bytes_per_load)
+        return min(gpu.ceiling_gbps, 2 * in_flight * gpu.sms / gpu.latency_ns[in_flight])
+
+    assert ex.check_predict_bandwidth(predict).passed
