@@ -462,3 +462,27 @@ def swizzled_tile_clamped_edges(a, out):
 def test_clamped_edge_loads_are_named():  # review R34d, 10
     result = ex.check_swizzled_tile(swizzled_tile_clamped_edges)
     assert not result.passed and "clamping the index" in result.message, result
+
+
+@cuda.jit
+def swizzled_tile_for_45_by_70_only(a, out):
+    """Right on the checked 45x70 matrix only: its guards have 45, 70 and 8 rows a pass written in
+    (review R34e, 3)."""
+    tile = cuda.shared.array((32, 32), numba.float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    col, row = cuda.blockIdx.x * 32 + tx, cuda.blockIdx.y * 32 + ty
+    for step in range(0, 32, 8):
+        if row + step < 45 and col < 70:
+            tile[ty + step, tx ^ (ty + step)] = a[row + step, col]
+    cuda.syncthreads()
+    out_col, out_row = cuda.blockIdx.y * 32 + tx, cuda.blockIdx.x * 32 + ty
+    for step in range(0, 32, 8):
+        if out_row + step < 70 and out_col < 45:
+            out[out_row + step, out_col] = tile[tx, (ty + step) ^ tx]
+
+
+def test_a_shape_written_in_fails():  # review R34e, 3
+    assert ex.EXERCISE_SHAPE == (45, 70) and ex.SECOND_SHAPE != ex.EXERCISE_SHAPE
+    result = ex.check_swizzled_tile(swizzled_tile_for_45_by_70_only)
+    assert not result.passed and "are sizes written in?" in result.message, result
+    assert "a.shape" in result.message

@@ -675,3 +675,49 @@ def scale_refuses_4_and_8_bytes_only(x, a):
 def test_a_12_byte_misalignment_is_refused_too():  # review R34d, 3
     result = ex.check_scale_vec4(scale_refuses_4_and_8_bytes_only, right_kernel)
     assert not result.passed and "x[3:] starts 12 bytes past" in result.message, result
+
+
+@cuda.jit
+def scale_scalar_after_thread_0(x, out, a):
+    """Thread 0 uses load4; every other group thread does four 4-byte loads (review R34e, 1)."""
+    i = cuda.grid(1)
+    groups = x.size // 4
+    if i < groups:
+        if i == 0:
+            v0, v1, v2, v3 = load4(x, i)
+            store4(out, i, a * v0, a * v1, a * v2, a * v3)
+        else:
+            for q in range(4):
+                out[4 * i + q] = a * x[4 * i + q]
+    else:
+        j = 4 * groups + (i - groups)
+        if j < x.size:
+            out[j] = a * x[j]
+
+
+def test_every_group_thread_loads_16_bytes():  # review R34e, 1
+    scalar = scale_scalar_after_thread_0
+    result = ex.check_scale_vec4(scale_with(scalar), scalar)
+    assert not result.passed and "loads x 4 bytes at a time" in result.message, result
+    assert "every group thread must load its group of 4 with one 16-byte load" in result.message
+    assert "groups +" not in result.message and "(i -" not in result.message
+
+
+@cuda.jit
+def speed_for_1000_only(soa, out):
+    """The right speed, but its guard has n = 1000 written in (review R34e, 2)."""
+    i = cuda.grid(1)
+    if i < 1000:
+        out[i] = (soa[2, i] * soa[2, i] + soa[3, i] * soa[3, i]) ** 0.5
+
+
+def soa_for_1000_only(records):
+    """The right conversion for 1,000 particles only."""
+    return np.ascontiguousarray(records[:1000].T)
+
+
+def test_a_size_written_in_fails():  # review R34e, 2
+    for to_soa, kernel in ((soa_written, speed_for_1000_only), (soa_for_1000_only, speed_soa_written)):
+        result = ex.check_soa_conversion(to_soa, kernel)
+        assert not result.passed and "are sizes written in?" in result.message, result
+    assert ex.check_soa_conversion(soa_written, speed_soa_written).passed

@@ -244,6 +244,19 @@ def shared_bytes_touched(counts) -> int:
     return int((accesses["address"] + accesses["bytes"]).max()) if len(accesses) else 0
 
 
+SECOND_SHAPE = (33, 100)  # a second shape, checked for a.T only: a size written into the code fails
+
+
+def _transposes(kernel, shape):
+    """True if the kernel, run (traced) on (32, 8) blocks, writes a.T on ``shape``; else a text (empty,
+    or what it raised) for the failure message."""
+    try:
+        correct, _ = traced_conflicts(kernel, shape)
+    except Exception as error:  # noqa: BLE001 - the learner's kernel: any error is feedback
+        return f" (it raised {type(error).__name__})"
+    return True if correct else ""
+
+
 def check_swizzled_tile(kernel) -> object:
     """``kernel(a, out)``: a 32x32-tile transpose on (32, 8) blocks, its tile 32x32 words, 0 conflicts."""
     name = "exercise 2 (a swizzle-only tile)"
@@ -260,6 +273,12 @@ def check_swizzled_tile(kernel) -> object:
                           "matrix: check that the read finds element (r, c) where the store put it (the "
                           "same placement on both sides), and that every store is done before any read "
                           "(a barrier between them)")
+        second = _transposes(kernel, SECOND_SHAPE)
+        if second is not True:
+            return report(name, False, f"out is a.T on a {EXERCISE_SHAPE[0]}x{EXERCISE_SHAPE[1]} matrix but "
+                          f"not on a {SECOND_SHAPE[0]}x{SECOND_SHAPE[1]} one{second}: are sizes written in? "
+                          "Take the matrix's rows and columns from a.shape (and the rows a pass from "
+                          "cuda.blockDim.y)")
         same = same_thread_share(counts)
         if same > SAME_THREAD_LIMIT:
             return report(name, False, f"{same:.0%} of out's elements were written by the thread that loaded "

@@ -131,6 +131,7 @@ def solution_sector_prediction() -> int:
 
 
 SPEED_N = 1000  # not a multiple of the block
+SECOND_N = 1333  # a second size, so that a size written into the code fails
 SPEED_FIELDS = 4  # x, y, vx, vy
 
 
@@ -146,8 +147,9 @@ def speed_aos(records, out):
 def check_soa_conversion(to_soa, kernel) -> object:
     """``to_soa(records)``: (n, 4) records (x, y, vx, vy) -> a (4, n) float32 structure of arrays;
     ``kernel(soa, out)``: out[i] = sqrt(vx[i]^2 + vy[i]^2) read from it. Checked against NumPy on
-    1,000 particles, and traced on them: one particle a thread, full-warp requests of the fewest sectors,
-    vx and vy read (each by one thread: a thread may read its own value twice) and nothing else."""
+    1,000 and 1,333 particles, and traced on the 1,000: one particle a thread, full-warp requests of the
+    fewest sectors, vx and vy read (each by one thread: a thread may read its own value twice) and nothing
+    else."""
     name = "exercise 2 (AoS to SoA)"
 
     def attempt():
@@ -181,6 +183,14 @@ def check_soa_conversion(to_soa, kernel) -> object:
         failure = _soa_trace_failure(counts, soa_name)
         if failure:
             return report(name, False, failure)
+        other = rng.standard_normal((SECOND_N, SPEED_FIELDS), dtype=np.float32)
+        soa2 = to_soa(other.copy())
+        out2 = np.full(SECOND_N, np.nan, np.float32)
+        if isinstance(soa2, np.ndarray) and soa2.shape == (SPEED_FIELDS, SECOND_N):
+            kernel[-(-SECOND_N // 256), 256](soa2, out2)
+        if not np.allclose(out2, np.sqrt(other[:, 2] ** 2 + other[:, 3] ** 2), rtol=1e-5, atol=1e-6):
+            return report(name, False, f"right on {SPEED_N} particles but not on {SECOND_N}: are sizes "
+                          "written in? Take n from the arrays (records.shape, out.size)")
         return report(name, True, f"right on {SPEED_N} particles, one particle a thread, and the loads move "
                       "only the sectors vx and vy fill")
 
@@ -414,6 +424,18 @@ def _traced_lengths(scale_vec4, kernel, rng):
     return None
 
 
+def _narrow_group_loads(counts, array: str, groups: int) -> int | None:
+    """None if every traced load of ``array`` below element 4 * groups (the groups of 4) is 16 bytes wide
+    and there is at least one; else the width in bytes of a narrower one (0: no load there at all)."""
+    sites = counts.sites[(counts.sites["array"] == array) & (counts.sites["op"] == "ld")]["site"]
+    accesses = counts.accesses[counts.accesses["site"].isin(sites)]
+    grouped = accesses[accesses["address"] < 16 * groups]
+    if grouped.empty:
+        return 0
+    narrow = grouped[grouped["bytes"] != 16]
+    return int(narrow["bytes"].iloc[0]) if len(narrow) else None
+
+
 def check_scale_vec4(scale_vec4, kernel) -> object:
     """``scale_vec4(x, a)``: a * x for a float32 NumPy vector with 16-byte loads, any length (the
     kernel's scalar tail), refusing with ValueError an x that does not start on a 16-byte boundary;
@@ -452,10 +474,14 @@ def check_scale_vec4(scale_vec4, kernel) -> object:
             return report(name, False, "x[4:] (aligned) gave wrong values")
         counts = _trace(kernel, rng.standard_normal(259, dtype=np.float32), np.zeros(259, np.float32), SCALE,
                         threads=vec4_threads(259))
-        loads = counts.by_instruction
-        wide = loads[(loads["array"] == "x") & (loads["op"] == "ld") & (loads["bytes"] == 16)]
-        if wide.empty:
+        x_name = next(iter(inspect.signature(kernel.py_func).parameters))
+        narrow = _narrow_group_loads(counts, x_name, 259 // 4)
+        if narrow == 0:
             return report(name, False, "the kernel's body does not load x 16 bytes at a time (use load4)")
+        if narrow is not None:
+            return report(name, False, f"a thread with a group of 4 loads {x_name} {narrow} bytes at a time: "
+                          "every group thread must load its group of 4 with one 16-byte load (load4), not "
+                          "only some of them")
         lengths = ", ".join(map(str, TRACED_LENGTHS))
         return report(name, True, f"the kernel wrote every output at n = {lengths}; x[1:], x[2:] and "
                       "x[3:] refused, x[4:] accepted")
