@@ -591,8 +591,8 @@ def last_tile_bound_remainder(a, b, c):
 
 def test_the_last_tile_hint_is_true_of_a_whole_last_tile(capsys):
     message = ex.check_tiled_kernel(last_tile_bound_remainder).message
-    assert "at 33x32 @ 32x12" in message and "k = 16-31, the whole last k-tile" in message, message
-    assert "32 is a multiple of 16" in message and "no multiple" not in message, message
+    assert "at 33x64 @ 64x12" in message and "k = 48-63, the whole last k-tile" in message, message
+    assert "64 is a multiple of 16" in message and "no multiple" not in message, message
 
 
 def _micro_with_a1(offset_row: int, offset_k: int):
@@ -938,7 +938,7 @@ def calls_wavefront_solution(tm, tn, lanes_m, interleave):
 def test_a_micro_tile_written_for_the_named_shape_fails_on_the_other():
     for kernel in (micro_sizes_written_in, micro_odd_edge_only):
         message = ex.check_micro_tile_kernel(kernel).message
-        assert "at 20x16 @ 16x66" in message and "sizes written in" in message, message
+        assert "at 20x24 @ 24x66" in message and "sizes written in" in message, message
 
 
 # ----------------------------------------------------------------------------- the fourth review (fixR6d)
@@ -1025,6 +1025,7 @@ def test_the_tile_loop_run_twice_fails_on_its_shared_loads(capsys):
 def test_a_redundant_global_reload_fails(capsys):
     result = ex.check_micro_tile_kernel(micro_reload_every_other_k)
     assert not result.passed and "global loads per k per thread" in result.message, result.message
+    assert "4.45 global loads per k per thread, more than 4.1" in result.message, result.message
 
 
 def test_the_counts_c_hint_needs_the_loads_plus_c_exactly(capsys):
@@ -1109,3 +1110,67 @@ WRONG_ANSWERS = [
 (test_notebook_has_one_cell_per_exercise, test_skeleton_fails, test_solution_passes,
  test_every_check_has_two_plausible_wrong_answers, test_wrong_answer_fails) = exercise_tests(
     NOTEBOOK, SOLUTIONS, WRONG_ANSWERS)
+
+
+# ----------------------------------------------------------------------------- the fifth review (fixR6e)
+@cuda.jit
+def tiled_first_two_tiles_only(a, b, c):
+    """The reviewer's 1I: right for K <= 32 (the named shape's 2 k-tiles), every later k-tile dropped."""
+    a_tile = cuda.shared.array((16, 16), numba.float32)
+    b_tile = cuda.shared.array((16, 16), numba.float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    row, col = cuda.blockIdx.y * TILE + ty, cuda.blockIdx.x * TILE + tx
+    m, depth = a.shape
+    n = b.shape[1]
+    acc = numba.float32(0.0)
+    for start in range(0, depth, TILE):
+        a_tile[ty, tx] = a[row, start + tx] if row < m and start + tx < depth else 0.0
+        b_tile[ty, tx] = b[start + ty, col] if start + ty < depth and col < n else 0.0
+        cuda.syncthreads()
+        if start < 32:
+            for k in range(TILE):
+                acc += a_tile[ty, k] * b_tile[k, tx]
+        cuda.syncthreads()
+    if row < m and col < n:
+        c[row, col] = acc
+
+
+@cuda.jit
+def micro_k_capped_at_16(a, b, c):
+    """The reviewer's 2J: the solution with its k loop capped at 16 (right at K = 9)."""
+    m, depth = a.shape
+    n = b.shape[1]
+    row = 2 * (cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y)
+    col = 2 * (cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x)
+    if row >= m or col >= n:
+        return
+    h1, w1 = row + 1 < m, col + 1 < n
+    acc00 = acc01 = acc10 = acc11 = np.float32(0)
+    for k in range(min(depth, 16)):
+        a0 = a[row, k]
+        a1 = a[row + 1, k] if h1 else np.float32(0)
+        b0 = b[k, col]
+        b1 = b[k, col + 1] if w1 else np.float32(0)
+        acc00 = cuda.fma(a0, b0, acc00)
+        acc01 = cuda.fma(a0, b1, acc01)
+        acc10 = cuda.fma(a1, b0, acc10)
+        acc11 = cuda.fma(a1, b1, acc11)
+    c[row, col] = acc00
+    if w1:
+        c[row, col + 1] = acc01
+    if h1:
+        c[row + 1, col] = acc10
+        if w1:
+            c[row + 1, col + 1] = acc11
+
+
+def test_a_tiled_loop_that_stops_after_two_tiles_fails(capsys):
+    result = ex.check_tiled_kernel(tiled_first_two_tiles_only)
+    assert not result.passed, result.message
+    assert "at 33x64 @ 64x12" in result.message and "every k from 32 on" in result.message, result.message
+
+
+def test_a_micro_tile_with_k_capped_at_16_fails(capsys):
+    result = ex.check_micro_tile_kernel(micro_k_capped_at_16)
+    assert not result.passed, result.message
+    assert "at 20x24 @ 24x66" in result.message and "every k from 16 on" in result.message, result.message

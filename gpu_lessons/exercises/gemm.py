@@ -61,9 +61,10 @@ def _calls_an_answer(function, helpers=()) -> str | None:
 # ----------------------------------------------------------------------------- exercise 1
 
 TILED_SHAPE = (20, 21, 17)  # M, K, N: no multiple of 16; 2 x 2 blocks, 2 tiles along K
-# A second shape the prose does not name (K a whole number of tiles, 3 blocks along M): sizes written
-# into the kernel, or guards that assume the last tile is partial, fail here
-TILED_SECOND_SHAPE = (33, 32, 12)
+# A second shape the prose does not name (K a whole number of tiles, 4 of them, 3 blocks along M): sizes
+# written into the kernel, guards that assume the last tile is partial, or a loop that stops after the
+# 2 k-tiles of TILED_SHAPE fail here
+TILED_SECOND_SHAPE = (33, 64, 12)
 
 
 def _random_operands(m, k, n):
@@ -110,6 +111,9 @@ def _k_description(missing: list[int], depth: int, tile: int | None) -> str:
                     f"{depth} % {tile} = 0)")
         return (f"k = {_spans(missing)}, the whole last k-tile ({len(missing)} deep: {depth} is no multiple "
                 f"of {tile}, and the partial tile counts too)")
+    if len(missing) > 1 and missing == list(range(missing[0], depth)):
+        return (f"k = {_spans(missing)}: every k from {missing[0]} on (does the loop over k stop at "
+                f"{missing[0]}, short of K = {depth}?)")
     if tile and len(missing) > 1 and missing == _last_of_each_tile(depth, tile):
         tail = depth - (depth - 1) // tile * tile
         return f"k = {ks}: the last k of each {tile}-deep tile (the last tile is {tail} deep)"
@@ -146,6 +150,8 @@ def _missing_k_candidates(depth: int, tile: int | None) -> list[list[int]]:
         # a run of places within every tile: range(8), range(8, 16), range(1, 15), ...
         candidates += [[k for k in range(depth) if not lo <= k % tile < hi]
                        for lo in range(tile) for hi in range(lo + 1, tile + 1) if hi - lo < tile - 1]
+    # a loop that stops short of K (a bound written in, min(depth, 16), a cap on the k-tiles)
+    candidates += [list(range(start, depth)) for start in range(1, depth - 1)]
     seen, out = set(), []
     for missing in candidates:
         if missing and len(missing) < depth and tuple(missing) not in seen:
@@ -373,9 +379,9 @@ solution_tiled_kernel = tiled.gemm_tiled_kernel
 MICRO_BLOCK = (16, 16)  # threads; each computes 2x2 outputs, so a block covers 32x32 of C
 MICRO_SHAPE = (37, 9, 35)  # M, K, N: odd, so the last row and column of micro-tiles are partial
 # A second shape the prose does not name, every dimension another (M and N even: the last micro-tiles
-# whole; 3 blocks along N; K longer than 9): a kernel with the first shape's sizes written in, or guards
-# that take the last micro-tile to be partial, fails here.
-MICRO_SHAPES = (MICRO_SHAPE, (20, 16, 66))
+# whole; 3 blocks along N; K = 24, longer than 9 and than 16): a kernel with the first shape's sizes
+# written in, guards that take the last micro-tile to be partial, or a k loop capped at 16 fails here.
+MICRO_SHAPES = (MICRO_SHAPE, (20, 24, 66))
 # Global loads per k per thread at MICRO_SHAPE: the reference's 3.89 (interior threads 2 of A + 2 of B, edge
 # threads fewer), 4.0 with the edge loads clamped instead of skipped, and a little slack; one reload of a0
 # every other k (4.45) or eight loads (7.6) exceed it
@@ -423,7 +429,8 @@ def check_micro_tile_kernel(kernel) -> object:
         c = np.full((m, n), np.nan, np.float32)
         per_k = _loads_per_thread_per_k(kernel, a, b, c)
         if per_k > MICRO_LOADS_PER_K:
-            return report(name, False, f"right answer, but {per_k:.1f} global loads per k per thread: "
+            return report(name, False, f"right answer, but {per_k:.2f} global loads per k per thread, "
+                          f"more than {MICRO_LOADS_PER_K}: "
                           "read a0, a1, b0, b1 once each and reuse them in the four FMAs")
         return report(name, True, f"correct at the edges of {len(MICRO_SHAPES)} shapes, and {per_k:.2f} "
                       "loads per k per thread feed 4 "
