@@ -1123,3 +1123,77 @@ def test_a_row_picked_by_position_fails():
 def test_the_fourth_reviewers_wrong_answers_fail():
     for check, answer in WRONG_ANSWERS_R5D:
         assert not check(answer).passed, answer
+
+
+# ------------------------------------------------- the reviewer's findings (fixR5e)
+
+
+@cuda.jit
+def every_warp_redundant(x, out):  # every warp reloads warp_sums and redoes the block level; thread 0 adds
+    warp_sums = cuda.shared.array(32, float32)
+    tid = cuda.threadIdx.x
+    i = cuda.grid(1)
+    value = float32(0)
+    while i < x.size:
+        value += x[i]
+        i += cuda.blockDim.x * cuda.gridDim.x
+    value = k.warp_reduce_sum(value)
+    if tid % 32 == 0:
+        warp_sums[tid // 32] = value
+    cuda.syncthreads()
+    lane = tid % 32
+    value = warp_sums[lane] if lane < (cuda.blockDim.x + 31) // 32 else float32(0)
+    value = k.warp_reduce_sum(value)
+    if tid == 0:
+        cuda.atomic.add(out, 0, value)
+
+
+@cuda.jit(device=True)
+def down_then_broadcast(value):  # right: a shfl_down tree (8, 4, 2, 1), then lane 0 of each half broadcasts
+    offset = 8
+    while offset > 0:
+        value += cuda.shfl_down_sync(0xFFFFFFFF, value, offset)
+        offset //= 2
+    return cuda.shfl_sync(0xFFFFFFFF, value, (cuda.threadIdx.x % 32) & 16)
+
+
+@cuda.jit
+def warp_sums_by_shared_atomic(x, out):  # warps add into warp_sums[0] atomically; one atomic on out a block
+    warp_sums = cuda.shared.array(32, float32)
+    tid = cuda.threadIdx.x
+    if tid == 0:
+        warp_sums[0] = 0
+    cuda.syncthreads()
+    i = cuda.grid(1)
+    value = float32(0)
+    while i < x.size:
+        value += x[i]
+        i += cuda.blockDim.x * cuda.gridDim.x
+    value = k.warp_reduce_sum(value)
+    if tid % 32 == 0:
+        cuda.atomic.add(warp_sums, 0, value)
+    cuda.syncthreads()
+    if tid < 32:
+        value = warp_sums[0] if tid == 0 else float32(0)
+        value = k.warp_reduce_sum(value)
+        if tid == 0:
+            cuda.atomic.add(out, 0, value)
+
+
+def test_every_warp_redoing_the_block_level_is_redundant_work():
+    result = ex.check_reduce_sum(every_warp_redundant)
+    assert not result.passed, result
+    assert "redundant work" in result.message and "Only the first warp" in result.message, result
+
+
+def test_one_broadcast_after_a_shuffle_down_tree_passes():
+    assert ex.check_half_sums(down_then_broadcast).passed
+    assert "redundant work" in ex.check_half_sums(two_butterflies_averaged).message  # 8 still fails
+
+
+def test_shared_atomics_are_named_not_counted_as_atomics_on_out():
+    result = ex.check_reduce_sum(warp_sums_by_shared_atomic)
+    assert not result.passed, result
+    assert "atomic adds on a shared array" in result.message, result
+    assert "only one lane of each block" not in result.message, result
+    assert "one per warp" in ex.check_reduce_sum(atomic_per_warp).message  # atomics on out still counted

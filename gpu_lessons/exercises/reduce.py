@@ -111,11 +111,11 @@ def check_half_sums(half_sums) -> object:
             return report(name, False, f"every lane holds its half's sum, but thread {fewest[1]} made "
                           f"{fewest[0]} warp shuffle(s): the exercise builds the sum lane to lane with "
                           "shuffles, each round adding what arrives, not through shared memory")
-        if not wrong.any() and most[0] > HALF_ROUNDS:
+        if not wrong.any() and most[0] > HALF_ROUNDS + 1:  # one broadcast after a shfl_down tree is fine
             return report(name, False, f"every lane holds its half's sum, but thread {most[1]} made "
                           f"{most[0]} warp shuffles: redundant work. A butterfly over 16 lanes needs "
                           f"log2(16) = {HALF_ROUNDS} rounds, one shuffle each, every round doubling the "
-                          "lanes a value holds the sum of")
+                          "lanes a value holds the sum of (a shfl_down tree needs one broadcast more)")
         if not wrong.any() and allocations:
             return report(name, False, f"every lane holds its half's sum, but your code allocates "
                           f"{allocations[0]}: the exercise builds the sum lane to lane with shuffles alone, "
@@ -267,12 +267,15 @@ HELPERS = ("block_reduce_sum",)  # the lesson's block level: the exercise is to 
 
 @contextmanager
 def _counted_atomics():
-    """Count the simulator's atomic adds (``cuda.atomic.add``) for one launch."""
+    """Note the simulator's atomic adds (``cuda.atomic.add``) in one launch, each as "global" (on a kernel
+    argument) or "shared" (on a ``cuda.shared.array``, or a local array)."""
+    from ..sim.recorder import TracedSharedArray
+
     calls = []
     original = FakeCUDAAtomic.add
 
-    def add(self, array, index, val):
-        calls.append(1)
+    def add(self, array, index, val):  # a kernel argument is the simulator's wrapper, never a bare ndarray
+        calls.append("shared" if isinstance(array, (np.ndarray, TracedSharedArray)) else "global")
         return original(self, array, index, val)
 
     FakeCUDAAtomic.add = add
@@ -327,7 +330,8 @@ FIRST_WARP_SHUFFLES = 2 * WARP_LEVEL_SHUFFLES  # block level
 
 
 def _missing_shuffles(counts: dict, blocks: int, threads: int) -> str | None:
-    """A message if some thread made fewer shuffles than the two levels need, else None."""
+    """A message if some thread made fewer shuffles than the two levels need, or more than they need
+    (one broadcast a level allowed, for a shfl_down tree), else None."""
     for block in range(blocks):
         for t in range(threads):
             made = counts.get(((block, 0, 0), (t, 0, 0)), 0)
@@ -339,6 +343,11 @@ def _missing_shuffles(counts: dict, blocks: int, threads: int) -> str | None:
                 return (f"thread {t} of block {block} (the first warp) made {made} shuffles: after the "
                         "barrier, the first warp adds the warp sums with shuffles too (warp_reduce_sum "
                         "again), not one thread in a loop")
+            most = FIRST_WARP_SHUFFLES + 2 if t < WARP_SIZE else WARP_LEVEL_SHUFFLES + 1
+            if made > most:
+                return (f"thread {t} of block {block} made {made} warp shuffles: redundant work. Only the "
+                        "first warp adds the warp sums; the other warps stop after their own "
+                        "warp_reduce_sum")
     return None
 
 
@@ -426,6 +435,8 @@ def check_reduce_sum(kernel) -> object:
         uneven = _uneven_barrier(barriers, SUM_BLOCKS, SUM_BLOCK)
         if uneven:
             return report(name, False, uneven)
+        shared_atomics = calls.count("shared")
+        calls = [call for call in calls if call == "global"]  # out[0]'s; shared ones apart
         if len(calls) != SUM_BLOCKS:
             warps = SUM_BLOCKS * SUM_BLOCK // WARP_SIZE
             if len(calls) == warps:
@@ -435,9 +446,13 @@ def check_reduce_sum(kernel) -> object:
                 hint = "only one lane of each block (which holds the block's sum) should make the atomic"
             else:
                 hint = "each block adds its sum to out[0] with cuda.atomic.add, once"
-            return report(name, False, f"{len(calls)} atomics for {SUM_BLOCKS} blocks on {COUNT_SIZE} "
-                          "elements, "
-                          f"not {SUM_BLOCKS}: {hint}")
+            return report(name, False, f"{len(calls)} atomics on out for {SUM_BLOCKS} blocks on "
+                          f"{COUNT_SIZE} elements, not {SUM_BLOCKS}: {hint}")
+        if shared_atomics:
+            return report(name, False, f"one atomic on out per block, and {shared_atomics} atomic adds on a "
+                          "shared array: that adds the warp sums, but not as this exercise asks. Each warp's "
+                          "lane 0 stores its sum in its own entry of the shared array; after the barrier the "
+                          "first warp loads them and adds them with warp_reduce_sum")
         loads = _load_instructions(traced)
         if loads > 2 * -(-COUNT_SIZE // WARP_SIZE):
             return report(name, False, f"{COUNT_SIZE} elements of x took {loads} warp load instructions: "
