@@ -198,6 +198,28 @@ def test_a_warpgroup_thread_that_never_arrives_is_a_deadlock():
         _half_skips[1, 128](np.zeros(128, np.float32))
 
 
+@cuda.jit
+def _half_waits_at_a_barrier(out):  # threads 64..127 wait in a syncthreads() the others never reach
+    s = cuda.shared.array(A_FLOATS + B_FLOATS + 4, float32)
+    t = cuda.threadIdx.x
+    first = ((16 - shared_address(s, 0) % 16) % 16) // 4
+    start = shared_address(s, first)
+    fence_proxy_async()
+    if t >= 64:
+        cuda.syncthreads()
+    wgmma_fence()
+    acc = wgmma_m64n8k8_tf32(matrix_descriptor(start, 128, 256, 0),
+                             matrix_descriptor(start + 4 * A_FLOATS, 128, 256, 0),
+                             wgmma_zero_accumulators(8), 0)
+    wgmma_commit_group()
+    out[t] = wgmma_wait_group(0, acc)[0]
+
+
+def test_a_warpgroup_thread_held_at_a_barrier_is_a_deadlock():
+    with pytest.raises(WarpDeadlockError, match="waits in cuda.syncthreads"):
+        _half_waits_at_a_barrier[1, 128](np.zeros(128, np.float32))
+
+
 def test_the_tracer_lists_each_wgmma_and_its_shared_reads():
     spec = cases.BY_NAME["n64_none_int_k16"]
     _, _, args = spec.inputs()

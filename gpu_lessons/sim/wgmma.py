@@ -390,7 +390,6 @@ class _Gathering:
         self.issue = None
         self.error: BaseException | None = None
         self.done = False
-        self.stuck: dict[tuple, int] = {}  # (thread, its barrier count) -> polls seen in syncthreads
 
 
 @dataclass
@@ -459,13 +458,14 @@ def _complete(name: str, n: int, payloads: dict, window, where: str, block_index
     return results, issue
 
 
-STUCK_POLLS = 4  # a thread seen in the same syncthreads() this many polls running is stuck there
 
 
-def _missing_stopped(block, first_thread: int, gathering) -> str | None:
-    """Why the warpgroup can never gather: a missing thread exited, or waits in syncthreads (the
-    barrier needs the threads waiting here; seen on several polls, since a thread just released
-    from a barrier still looks as if it were in it until it runs again)."""
+def _missing_stopped(block, first_thread: int, gathering, epoch: int) -> str | None:
+    """Why the warpgroup can never gather: a missing thread exited, or waits in a syncthreads() the
+    gathered threads have not reached (it has entered more barriers than ``epoch``, the waiting
+    thread's count: the barrier needs the threads waiting here). A thread in syncthreads that has
+    entered no more barriers than the waiting one is being let out of one they passed: it will come
+    (as warp.py's lane states read it; a poll count was not enough on a loaded machine)."""
     for local in range(WARPGROUP):
         if local in gathering.payloads:
             continue
@@ -474,11 +474,8 @@ def _missing_stopped(block, first_thread: int, gathering) -> str | None:
             continue
         if thread._warp_exited:
             return f"thread {first_thread + local} has exited"
-        if thread._warp_in_barrier:
-            mark = (first_thread + local, thread._warp_barriers)
-            gathering.stuck[mark] = gathering.stuck.get(mark, 0) + 1
-            if gathering.stuck[mark] >= STUCK_POLLS:
-                return f"thread {first_thread + local} waits in cuda.syncthreads()"
+        if thread._warp_in_barrier and thread._warp_barriers > epoch:
+            return f"thread {first_thread + local} waits in cuda.syncthreads()"
     return None
 
 
@@ -530,7 +527,7 @@ def wgmma_tf32(n: int, desc_a, desc_b, acc, scale_d):
             if gathering.done:
                 break
             crash = block.crash()
-            stopped = _missing_stopped(block, group * WARPGROUP, gathering)
+            stopped = _missing_stopped(block, group * WARPGROUP, gathering, thread._warp_barriers)
             if crash is not None or stopped is not None:
                 gathering.error = crash or warp.WarpDeadlockError(
                     f"{block.describe(thread)}: {name} at {where} waits for the 128 threads of "
